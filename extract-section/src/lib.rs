@@ -41,7 +41,7 @@ pub enum SectionContents {
 #[non_exhaustive]
 pub enum ExtractError {
     /// The file could not be opened or read.
-    #[error("cannot read: {0}")]
+    #[error("cannot read")]
     Io(#[from] std::io::Error),
     /// The file is neither ELF nor an archive.
     #[error("not an ELF file or archive ({0})")]
@@ -60,7 +60,7 @@ pub enum ExtractError {
     },
     /// The file claims to be ELF or an archive but its structure is broken,
     /// often because it is truncated.
-    #[error("malformed or truncated {what}: {source}")]
+    #[error("malformed or truncated {what}")]
     Malformed {
         /// `ELF file` or `archive`.
         what: &'static str,

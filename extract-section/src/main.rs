@@ -67,7 +67,10 @@ fn run(args: Args) -> anyhow::Result<u8> {
                 }
                 Err(error) => {
                     n_broken += 1;
-                    warn(TOOL, format_args!("`{origin}`: {error}"));
+                    warn(
+                        TOOL,
+                        format_args!("`{origin}`: {:#}", anyhow::Error::from(error)),
+                    );
                 }
             }
             anyhow::Ok(())

@@ -1,0 +1,19 @@
+//! The report-side offline tools: `extract-report`, `resolve-samples` and
+//! `resolve-timestamps`, as library functions the binaries (and later the
+//! collector) call.
+//!
+//! - [`SiteStore`] loads site tables from `.sites` files or from the
+//!   `.debug_site_info` sections of binaries;
+//! - [`resolve_samples`] and [`resolve_timestamps`] join a report's
+//!   sections with those tables;
+//! - [`extract_reports`] picks subreports out of a raw report.
+
+#![deny(missing_docs)]
+
+mod extract_report;
+mod join;
+mod site_store;
+
+pub use extract_report::{ExtractReportError, extract_reports};
+pub use join::{JoinError, resolve_samples, resolve_timestamps};
+pub use site_store::{LoadError, SITE_INFO_SECTION, SiteStore, SiteTable};
