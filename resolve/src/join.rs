@@ -280,15 +280,17 @@ pub fn resolve_samples(
     }
     for slot in &join.slots {
         let table = slot.table;
+        // The same for every site of the table: formatted once, not per line.
+        let prefix = format!(
+            "{}\t{}\t{}\t",
+            table.origin(),
+            slot.section_key.unit,
+            slot.section_key.scheme
+        );
         for site in 0..table.n_sites() {
-            write!(
-                output,
-                "{}\t{}\t{}\t{}\t",
-                table.origin(),
-                slot.section_key.unit,
-                slot.section_key.scheme,
-                table.site_text(site)
-            )?;
+            output.write_all(prefix.as_bytes())?;
+            output.write_all(table.site_text(site).as_bytes())?;
+            output.write_all(b"\t")?;
             match &slot.values {
                 SampleValues::Counters { arity, sums } => {
                     write_counter_row(&mut output, &sums[site * arity..][..*arity])?;
@@ -346,16 +348,18 @@ pub fn resolve_timestamps(
     }
     for slot in &join.slots {
         let table = slot.table;
+        let middle = format!(
+            "\t{}\t{}\t{}\t{}\t",
+            table.origin(),
+            slot.section_key.unit,
+            slot.section_key.scheme,
+            slot.key.1
+        );
         for (site, stamp) in slot.values.iter().enumerate() {
-            writeln!(
-                output,
-                "{stamp}\t{}\t{}\t{}\t{}\t{}",
-                table.origin(),
-                slot.section_key.unit,
-                slot.section_key.scheme,
-                slot.key.1,
-                table.site_text(site)
-            )?;
+            write!(output, "{stamp}")?;
+            output.write_all(middle.as_bytes())?;
+            output.write_all(table.site_text(site).as_bytes())?;
+            output.write_all(b"\n")?;
         }
     }
     output.flush()?;
