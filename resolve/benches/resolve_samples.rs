@@ -47,7 +47,7 @@ fn synthesize(n_units: usize, n_sites: usize) -> (String, String) {
     let mut report = String::new();
     for unit in 0..n_units {
         let signature = format!("{:016x}{:016x}", rng.next(), rng.next());
-        let (scheme, arity) = if unit % 2 == 0 {
+        let (scheme, arity) = if unit.is_multiple_of(2) {
             ("branches", 2)
         } else {
             ("returns", 3)
@@ -78,7 +78,7 @@ fn synthesize(n_units: usize, n_sites: usize) -> (String, String) {
                 .map(|_| {
                     // Mostly small counts, as sparse sampling gives.
                     let draw = rng.next();
-                    if draw % 4 == 0 {
+                    if draw.is_multiple_of(4) {
                         "0".to_owned()
                     } else {
                         (draw % 5000).to_string()
