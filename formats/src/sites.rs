@@ -476,24 +476,22 @@ impl<R: BufRead> SiteTableReader<R> {
         }
     }
 
-    /// The next whole section, or `None` at the end of the table.
+    /// The next whole section, or `None` at the end of the table. Called
+    /// after [`next_event`](Self::next_event) stopped inside a section, it
+    /// returns the rest of that section.
     pub fn next_section(&mut self) -> Result<Option<SitesSection>, ReadError> {
-        let key = match self.next_event()? {
-            None => return Ok(None),
-            Some(SiteTableEvent::SectionStart(key)) => key.clone(),
-            Some(_) => unreachable!("sections start with a start tag"),
-        };
+        let mut key = self.open.as_ref().map(|open| open.key.clone());
         let mut sites = Vec::new();
         loop {
             match self.next_event()? {
+                None => return Ok(None),
+                Some(SiteTableEvent::SectionStart(start)) => key = Some(start.clone()),
                 Some(SiteTableEvent::Site(site)) => sites.push(site.into_owned()),
                 Some(SiteTableEvent::SectionEnd { .. }) => {
-                    return Ok(Some(SitesSection { key, sites }));
-                }
-                // `next_event` reports an open section at the end of input
-                // as an error and never nests starts.
-                Some(SiteTableEvent::SectionStart(_)) | None => {
-                    unreachable!("sections do not nest")
+                    // Always set: a section ends only after it started.
+                    if let Some(key) = key.take() {
+                        return Ok(Some(SitesSection { key, sites }));
+                    }
                 }
             }
         }
@@ -636,6 +634,20 @@ mod tests {
             sections[0].sites[0].details,
             SiteDetails::Unknown(vec!["x".into(), "y".into()])
         );
+    }
+
+    #[test]
+    fn next_section_completes_a_section_begun_with_next_event() {
+        let text = table("a.c\t1\tf\t0\tx\tlocal\tdirect\ty\tconst\n");
+        let mut reader = SiteTableReader::new(text.as_bytes());
+        assert!(matches!(
+            reader.next_event().unwrap(),
+            Some(SiteTableEvent::SectionStart(_))
+        ));
+        let section = reader.next_section().unwrap().unwrap();
+        assert_eq!(section.key.unit.to_string(), UNIT);
+        assert_eq!(section.sites.len(), 1);
+        assert!(reader.next_section().unwrap().is_none());
     }
 
     #[test]

@@ -125,6 +125,16 @@ impl SiteStore {
         Self::default()
     }
 
+    /// A store holding the tables of every file in `paths`; see
+    /// [`load_path`](Self::load_path).
+    pub fn from_paths(paths: &[impl AsRef<Path>]) -> Result<Self, LoadError> {
+        let mut store = Self::new();
+        for path in paths {
+            store.load_path(path.as_ref())?;
+        }
+        Ok(store)
+    }
+
     /// The number of (unit, scheme) tables held.
     pub fn n_tables(&self) -> usize {
         self.tables.len()

@@ -39,12 +39,12 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<u8> {
-    let mut store = SiteStore::new();
-    for path in &args.files {
-        store.load_path(path)?;
-    }
-    let stdout = io::BufWriter::new(io::stdout().lock());
-    resolve_timestamps(&store, io::stdin().lock(), stdout)?;
+    let store = SiteStore::from_paths(&args.files)?;
+    resolve_timestamps(
+        &store,
+        io::stdin().lock(),
+        io::BufWriter::new(io::stdout().lock()),
+    )?;
     Ok(EXIT_OK)
 }
 
