@@ -14,7 +14,8 @@ mkdir -p "$work"
 echo "==> building the tools (cargo build --release)"
 cargo build --release --locked --quiet --manifest-path "$root/Cargo.toml" \
     -p sampler-extract -p sampler-resolve
-bin="$root/target/release"
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+bin="$target_dir/release"
 
 echo "==> building examples/quickstart/demo.c with gcc into $work/demo"
 cp "$root/examples/quickstart/demo.c" "$root/examples/quickstart/demo.sites" "$work/"
