@@ -12,6 +12,7 @@
 //! Any ELF class and byte order is accepted.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod cli;
 

@@ -9,6 +9,7 @@
 //! - [`extract_reports`] picks subreports out of a raw report.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod extract_report;
 mod join;
