@@ -204,26 +204,43 @@ fn a_plugin_loaded_twice_reports_twice_through_one_shared_runtime() {
             known_samples(UNIT_11, 0)
         )
     );
-    // Only the ABI leaves the shared runtime.
-    let symbols = Command::new("nm")
-        .args(["-D", "--defined-only", "libsampler_runtime.so"])
-        .current_dir(lab.dir.path())
+}
+
+/// The names of the global symbols `file` defines.
+fn defined_globals(file: &Path, dynamic: bool) -> Vec<String> {
+    let mut command = Command::new("nm");
+    if dynamic {
+        command.arg("-D");
+    }
+    let output = command
+        .args(["-g", "--defined-only"])
+        .arg(file)
         .output()
         .unwrap();
-    let mut names: Vec<String> = stdout(&symbols)
+    let mut names: Vec<String> = stdout(&output)
         .lines()
         .filter_map(|line| line.split_whitespace().nth(2).map(str::to_owned))
         .collect();
     names.sort();
+    names
+}
+
+#[test]
+fn only_the_abi_leaves_the_static_and_the_shared_runtime() {
+    let abi = [
+        "cbi_countdown",
+        "cbi_nextTimestamp",
+        "cbi_registerUnit",
+        "cbi_reportNow",
+        "cbi_sample",
+        "cbi_unregisterUnit",
+    ];
     assert_eq!(
-        names,
-        [
-            "cbi_countdown",
-            "cbi_nextTimestamp",
-            "cbi_registerUnit",
-            "cbi_reportNow",
-            "cbi_sample",
-            "cbi_unregisterUnit"
-        ]
+        defined_globals(&packaged().join("libsampler_runtime.a"), false),
+        abi
+    );
+    assert_eq!(
+        defined_globals(&packaged().join("libsampler_runtime.so"), true),
+        abi
     );
 }

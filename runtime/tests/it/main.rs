@@ -58,6 +58,30 @@ fn staticlib() -> PathBuf {
         .clone()
 }
 
+/// The packaged runtime (`scripts/package-runtime.sh`): the folder holding
+/// `libsampler_runtime.a` and `libsampler_runtime.so` as programs link them.
+fn packaged() -> PathBuf {
+    static PACKAGED: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    PACKAGED
+        .get_or_init(|| {
+            let out = tempfile::tempdir().unwrap();
+            let script = runtime_dir().join("../scripts/package-runtime.sh");
+            let output = Command::new(script)
+                .arg(staticlib())
+                .arg(out.path())
+                .output()
+                .expect("cannot run scripts/package-runtime.sh");
+            assert!(
+                output.status.success(),
+                "packaging the runtime failed:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            out
+        })
+        .path()
+        .to_path_buf()
+}
+
 fn runtime_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -103,7 +127,7 @@ impl Lab {
     /// `backtrace_symbols_fd` can name the test's functions.
     fn program_static(&self) -> PathBuf {
         let source = runtime_dir().join("tests/c/program.c");
-        let archive = staticlib();
+        let archive = packaged().join("libsampler_runtime.a");
         let mut args = vec![
             source.to_str().unwrap().to_owned(),
             archive.to_str().unwrap().to_owned(),
@@ -119,7 +143,7 @@ impl Lab {
     /// `stats` (tests/c/stats.c) linked with the static runtime.
     fn stats_static(&self) -> PathBuf {
         let source = runtime_dir().join("tests/c/stats.c");
-        let archive = staticlib();
+        let archive = packaged().join("libsampler_runtime.a");
         let mut args = vec![
             "-O2".to_owned(),
             source.to_str().unwrap().to_owned(),
@@ -132,22 +156,11 @@ impl Lab {
         self.path("stats")
     }
 
-    /// The shared runtime: the staticlib relinked with `exports.map`.
+    /// The shared runtime, copied next to the programs.
     fn shared_runtime(&self) -> PathBuf {
-        let archive = staticlib();
-        let map = runtime_dir().join("exports.map");
-        let mut args = vec![
-            "-shared".to_owned(),
-            "-o".to_owned(),
-            "libsampler_runtime.so".to_owned(),
-            "-Wl,--whole-archive".to_owned(),
-            archive.to_str().unwrap().to_owned(),
-            "-Wl,--no-whole-archive".to_owned(),
-            format!("-Wl,--version-script={}", map.display()),
-        ];
-        args.extend(SYSTEM_LIBS.iter().map(|s| s.to_string()));
-        self.gcc(&args.iter().map(String::as_str).collect::<Vec<_>>());
-        self.path("libsampler_runtime.so")
+        let copy = self.path("libsampler_runtime.so");
+        std::fs::copy(packaged().join("libsampler_runtime.so"), &copy).unwrap();
+        copy
     }
 
     /// `program` and `plugin.so`, both linked with the shared runtime.
