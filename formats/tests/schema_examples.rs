@@ -48,7 +48,7 @@ fn site_table_examples_round_trip() {
 fn report_examples_round_trip() {
     for example in examples("report-format.md") {
         let report = Report::read(example.as_bytes()).unwrap();
-        assert_eq!(report.subreports.len(), 3);
+        assert_eq!(report.subreports.len(), 4);
         let mut written = Vec::new();
         report.write_to(&mut written).unwrap();
         assert_eq!(String::from_utf8(written).unwrap(), example);
