@@ -6,12 +6,18 @@
  *                               and "gap 4096 count C" for longer ones.
  *   stats first THREADS       : THREADS threads, one event each; prints how
  *                               many of those first events were sampled.
- *   stats count EVENTS        : one thread; prints how many were sampled. */
+ *   stats count EVENTS        : one thread; prints how many were sampled.
+ *   stats fork                : runs events, forks, and parent and child
+ *                               each print "parent|child SAMPLES DIGEST" for
+ *                               the next 100000 events (DIGEST hashes which
+ *                               events were sampled). */
 #include <sampler.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MAX_GAP 4096
 
@@ -73,6 +79,23 @@ int main(int argc, char **argv)
             n_sampled += sampled;
         }
         printf("%d\n", n_sampled);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "fork") == 0) {
+        for (int i = 0; i < 1000; i++)
+            if (__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample())
+                continue;
+        pid_t child = fork();
+        unsigned long digest = 1469598103934665603UL, n_sampled = 0;
+        for (unsigned long event = 0; event < 100000; event++)
+            if (__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample()) {
+                digest = (digest ^ event) * 1099511628211UL;
+                n_sampled++;
+            }
+        printf("%s %lu %lx\n", child == 0 ? "child" : "parent", n_sampled, digest);
+        fflush(stdout);
+        if (child != 0)
+            waitpid(child, NULL, 0);
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "count") == 0) {

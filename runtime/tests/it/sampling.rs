@@ -131,3 +131,32 @@ fn fixed_periods_banks_and_no_sparsity() {
     std::fs::write(lab.path("bank"), bank).unwrap();
     assert_eq!(count(&[("SAMPLER_EVENT_COUNTDOWNS", "bank")]), 25_000);
 }
+
+#[test]
+fn a_forked_child_draws_its_own_stream() {
+    let lab = Lab::new();
+    let stats = lab.stats_static();
+    let output = lab.run(
+        &stats,
+        &["fork"],
+        &[("SAMPLER_SPARSITY", "10"), ("SAMPLER_SEED", "5")],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    assert_eq!(lines.len(), 2, "{text}");
+    let parse_line = |line: &str| -> (u64, String) {
+        let words: Vec<&str> = line.split(' ').collect();
+        (words[1].parse().unwrap(), words[2].to_owned())
+    };
+    let (child_samples, child_digest) = parse_line(lines[0]);
+    let (parent_samples, parent_digest) = parse_line(lines[1]);
+    assert!(lines[0].starts_with("child ") && lines[1].starts_with("parent "));
+    // Both sample about one event in ten...
+    for n in [child_samples, parent_samples] {
+        assert!((9_000..11_000).contains(&n), "{text}");
+    }
+    // ...but not the same events: the child reseeded after the fork.
+    assert_ne!(child_digest, parent_digest, "{text}");
+}
