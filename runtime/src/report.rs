@@ -253,9 +253,10 @@ pub(crate) fn write_final() {
     });
 }
 
-/// The samples of one unit being unloaded, unless the final report has
-/// already been written.
-pub(crate) fn write_unloaded_unit(unit: &CbiUnit) {
+/// Writes one samples block with `units`, in the process that owns the
+/// report and only until the final report is written: what comes after it
+/// (destructors running at exit) is already counted there.
+fn write_block_before_final(units: &mut dyn FnMut(&mut FdWriter<'_>)) {
     let Some(fd) = owned_fd() else { return };
     let Some(_guard) = WriterGuard::acquire(None) else {
         return;
@@ -265,28 +266,25 @@ pub(crate) fn write_unloaded_unit(unit: &CbiUnit) {
     }
     let mut buffer = [0u8; 8192];
     let mut out = FdWriter::new(fd, &mut buffer);
-    write_samples_block(&mut out, &mut |out| write_unit(out, unit, true));
+    write_samples_block(&mut out, units);
+}
+
+/// The samples of one unit being unloaded, then reset.
+pub(crate) fn write_unloaded_unit(unit: &CbiUnit) {
+    write_block_before_final(&mut |out| write_unit(out, unit, true));
 }
 
 /// An interim report: every unit's samples since the last one, then reset.
 pub(crate) fn write_interim() {
-    let Some(fd) = owned_fd() else { return };
-    let Some(_guard) = WriterGuard::acquire(None) else {
-        return;
-    };
-    if FINAL_DONE.load(Ordering::Acquire) {
-        return;
-    }
-    let mut buffer = [0u8; 8192];
-    let mut out = FdWriter::new(fd, &mut buffer);
-    write_samples_block(&mut out, &mut |out| {
+    write_block_before_final(&mut |out| {
         registry::for_each_locked(&mut |unit| write_unit(out, unit, true));
     });
 }
 
-/// The crash report's samples: like [`write_final`] but without locks
-/// other than the bounded writer guard. Returns the guard so that the
-/// backtrace and modules follow in the same exclusive stretch.
+/// The crash report's samples: like [`write_final`], but walking the
+/// units without the registry lock. The caller holds the `WriterGuard` so
+/// that the backtrace and modules follow in the same stretch. Returns
+/// `false`, writing nothing, when the final samples were already written.
 /// Async-signal-safe.
 pub(crate) fn write_crash_samples(out: &mut FdWriter<'_>) -> bool {
     if FINAL_DONE.swap(true, Ordering::AcqRel) {
