@@ -40,6 +40,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod decimal;
 mod error;
 mod lines;
 mod report;

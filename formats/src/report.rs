@@ -27,10 +27,11 @@
 use std::fmt;
 use std::io::{self, BufRead, Write};
 
+use crate::decimal;
 use crate::error::{ReadError, ReadErrorKind};
 use crate::lines::LineReader;
 use crate::scheme::SampleKind;
-use crate::sites::{has_leading_zero, parse_key};
+use crate::sites::parse_key;
 use crate::tags::{SectionKey, looks_like_start_tag, parse_start_tag};
 
 /// The id of the subreport holding counters.
@@ -110,7 +111,7 @@ impl BoundValue {
         if let Some(hex) = text.strip_prefix("0x") {
             let canonical = !hex.is_empty()
                 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-                && !has_leading_zero(hex);
+                && !hex.starts_with('0');
             // `0x0` is what `(nil)` prints as; accept only the glibc form.
             return match u64::from_str_radix(hex, 16) {
                 Ok(address) if canonical && address != 0 => Some(Self::Pointer(address)),
@@ -118,13 +119,7 @@ impl BoundValue {
             };
         }
         let digits = text.strip_prefix('-').unwrap_or(text);
-        if digits.is_empty()
-            || !digits.bytes().all(|b| b.is_ascii_digit())
-            || has_leading_zero(digits)
-        {
-            return None;
-        }
-        if text == "-0" {
+        if !decimal::is_canonical(digits) || text == "-0" {
             return None;
         }
         let value: i128 = text.parse().ok()?;
@@ -142,14 +137,6 @@ impl fmt::Display for BoundValue {
             Self::Pointer(address) => write!(f, "{address:#x}"),
         }
     }
-}
-
-/// Parses an unsigned decimal counter with no sign and no leading zeros.
-pub(crate) fn parse_counter(text: &str) -> Option<u64> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) || has_leading_zero(text) {
-        return None;
-    }
-    text.parse().ok()
 }
 
 /// One step of reading a report; see [`ReportReader::next_event`].
@@ -286,7 +273,7 @@ impl<R: BufRead> ReportReader<R> {
             section.n_rows += 1;
             let start_line = section.start_line;
             return match rows {
-                RowKind::Timestamps => match parse_counter(line) {
+                RowKind::Timestamps => match decimal::parse::<u64>(line) {
                     Some(stamp) => Ok(Some(ReportEvent::Timestamp(stamp))),
                     None => Err(ReadError::unexpected(
                         line_number,
@@ -315,7 +302,7 @@ impl<R: BufRead> ReportReader<R> {
                     self.values.clear();
                     let mut well_formed = true;
                     for field in line.split('\t') {
-                        match parse_counter(field) {
+                        match decimal::parse::<u64>(field) {
                             Some(value) => self.values.push(value),
                             None => {
                                 well_formed = false;

@@ -258,17 +258,10 @@ pub fn resolve_samples(
                 if let SampleValues::Bounds(ranges) = &mut slot.values {
                     let merged = match ranges[site] {
                         None => (min, max),
+                        // Ties keep the value already held.
                         Some((old_min, old_max)) => (
-                            if min.numeric() < old_min.numeric() {
-                                min
-                            } else {
-                                old_min
-                            },
-                            if max.numeric() > old_max.numeric() {
-                                max
-                            } else {
-                                old_max
-                            },
+                            std::cmp::min_by_key(old_min, min, |v| v.numeric()),
+                            std::cmp::max_by_key(max, old_max, |v| v.numeric()),
                         ),
                     };
                     ranges[site] = Some(merged);

@@ -130,15 +130,14 @@ pub(crate) fn parse(
     };
 
     let destination = match (text("SAMPLER_REPORT_FD"), lookup("SAMPLER_FILE")) {
-        (Some(fd), file) => match fd.trim().parse::<i32>() {
+        // A broken SAMPLER_REPORT_FD still wins over SAMPLER_FILE: the caller
+        // asked for that descriptor, and writing elsewhere would surprise it.
+        (Some(fd), _) => match fd.trim().parse::<i32>() {
             Ok(fd) if fd >= 0 => Destination::Fd(fd),
             _ => {
                 warnings.push(format!(
                     "SAMPLER_REPORT_FD=`{fd}` is not a file descriptor; no report will be written"
                 ));
-                // A broken SAMPLER_REPORT_FD still wins: the caller asked for
-                // that descriptor, and writing elsewhere would surprise it.
-                let _ = file;
                 Destination::None
             }
         },

@@ -52,14 +52,13 @@ pub(crate) fn install() {
             .unwrap_or_default(),
     );
     prepare_thread();
-    let saved = SAVED.get_or_init(|| {
+    SAVED.get_or_init(|| {
         let mut saved = [None; 65];
         for signal in SIGNALS {
             saved[signal as usize] = sys::take_over_default(signal, handle);
         }
         saved
     });
-    let _ = saved;
 }
 
 /// Gives the calling thread an alternate signal stack, once.
