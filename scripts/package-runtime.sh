@@ -28,4 +28,5 @@ objcopy --keep-global-symbols="$work/keep" \
 rm -f "$out/libsampler_runtime.a"
 ar rcsD "$out/libsampler_runtime.a" "$work/sampler_runtime.o"
 gcc -shared -o "$out/libsampler_runtime.so" "$work/sampler_runtime.o" \
-    -Wl,--version-script="$map" -lgcc_s -lpthread -ldl -lm
+    -Wl,-soname,libsampler_runtime.so -Wl,--version-script="$map" \
+    -lgcc_s -lpthread -ldl -lm

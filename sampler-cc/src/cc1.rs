@@ -1,0 +1,215 @@
+//! The `cc1` stage. gcc, run by the driver with `-B<stub dir>/
+//! -no-integrated-cpp`, calls this program as its `cc1` twice per C file:
+//!
+//! 1. `cc1 -E ... -o X.i`: preprocessing; runs the real cc1 with `-C` added,
+//!    so that comments (`/* fall through */`) survive into the `.i`;
+//! 2. `cc1 -fpreprocessed X.i ... -o X.s`: instruments `X.i` into a
+//!    temporary file and runs the real cc1 on it.
+//!
+//! gcc keeps doing everything else (`-MD` files, `-save-temps`, `-pipe`,
+//! output names). Anything else is passed to the real cc1 untouched.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use crate::frontend::libclang;
+use crate::instrument::instrument;
+use crate::options::{ENV_OPTIONS, Options};
+
+/// The real cc1, found by the driver.
+pub const ENV_REAL_CC1: &str = "SAMPLER_CC_REAL_CC1";
+
+/// cc1 options whose value is the next argument.
+const OPTIONS_WITH_VALUE: [&str; 24] = [
+    "-o",
+    "-dumpbase",
+    "-dumpbase-ext",
+    "-dumpdir",
+    "-auxbase",
+    "-auxbase-strip",
+    "-imultiarch",
+    "-imultilib",
+    "-iprefix",
+    "-isystem",
+    "-isysroot",
+    "-include",
+    "-imacros",
+    "-idirafter",
+    "-iquote",
+    "-iwithprefix",
+    "-iwithprefixbefore",
+    "-MF",
+    "-MT",
+    "-MQ",
+    "-MD",
+    "-MMD",
+    "-aux-info",
+    "--param",
+];
+
+pub fn main(args: Vec<String>) -> ExitCode {
+    let Some(real) = std::env::var_os(ENV_REAL_CC1) else {
+        eprintln!("sampler-cc: this is sampler-cc's cc1 stage; run sampler-cc instead");
+        return ExitCode::from(1);
+    };
+    let real = PathBuf::from(real);
+    if args.iter().any(|arg| arg == "-E") {
+        let mut args = args;
+        if !args.iter().any(|arg| arg == "-C" || arg == "-CC") {
+            args.push("-C".into());
+        }
+        return run(&real, &args);
+    }
+    if !args.iter().any(|arg| arg == "-fpreprocessed") {
+        return run(&real, &args);
+    }
+    let options = match Options::from_env(&std::env::var(ENV_OPTIONS).unwrap_or_default()) {
+        Ok(options) => options,
+        Err(err) => {
+            eprintln!("sampler-cc: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let Some(input_index) = input_index(&args) else {
+        return run(&real, &args);
+    };
+    let input = PathBuf::from(&args[input_index]);
+    match instrument_file(&input, &args, &options) {
+        Ok(instrumented) => {
+            let mut changed = args.clone();
+            changed[input_index] = AsRef::<Path>::as_ref(&instrumented)
+                .to_string_lossy()
+                .into_owned();
+            // The temporary file is removed when `instrumented` drops, after cc1.
+            run(&real, &changed)
+        }
+        Err(reason) => {
+            let shown = display_name(&input);
+            if options.strict {
+                eprintln!("sampler-cc: error: {shown}: cannot instrument: {reason}");
+                return ExitCode::from(1);
+            }
+            eprintln!("sampler-cc: warning: {shown}: compiled without instrumentation: {reason}");
+            run(&real, &args)
+        }
+    }
+}
+
+/// The one input file of a cc1 command.
+fn input_index(args: &[String]) -> Option<usize> {
+    let mut index = 0;
+    let mut found = None;
+    while index < args.len() {
+        let arg = &args[index];
+        if OPTIONS_WITH_VALUE.contains(&arg.as_str()) {
+            index += 2;
+            continue;
+        }
+        if !arg.starts_with('-') || arg == "-" {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(index);
+        }
+        index += 1;
+    }
+    found.filter(|&index| args[index] != "-")
+}
+
+/// The name the user knows the file by: the first marker of the `.i`.
+fn display_name(input: &Path) -> String {
+    std::fs::read(input)
+        .ok()
+        .and_then(|text| {
+            let first = text.split(|&b| b == b'\n').next()?.to_vec();
+            let first = String::from_utf8_lossy(&first).into_owned();
+            let start = first.find('"')? + 1;
+            let end = first[start..].find('"')? + start;
+            Some(first[start..end].to_owned())
+        })
+        .unwrap_or_else(|| input.display().to_string())
+}
+
+fn instrument_file(
+    input: &Path,
+    args: &[String],
+    options: &Options,
+) -> Result<tempfile::TempPath, String> {
+    let text =
+        std::fs::read(input).map_err(|err| format!("cannot read {}: {err}", input.display()))?;
+    let flags = libclang::type_affecting_flags(args);
+    let unit = libclang::analyse(&text, &flags).map_err(|err| err.to_string())?;
+    let cwd = std::env::current_dir()
+        .map_err(|err| format!("cannot read the working directory: {err}"))?;
+    let instrumented = instrument(&text, &unit, options, &cwd);
+    if !instrumented.functions_with_errors.is_empty() {
+        let names = instrumented.functions_with_errors.join(", ");
+        let first = unit
+            .errors
+            .first()
+            .map(|(_, message)| message.as_str())
+            .unwrap_or_default();
+        let shown = display_name(input);
+        if options.strict {
+            return Err(format!(
+                "the C front end rejected function(s) {names} ({first})"
+            ));
+        }
+        eprintln!(
+            "sampler-cc: warning: {shown}: not instrumented in {names}: the C front end rejected them ({first})"
+        );
+    }
+    let mut file = tempfile::Builder::new()
+        .prefix("sampler-")
+        .suffix(".i")
+        .tempfile()
+        .map_err(|err| format!("cannot create a temporary file: {err}"))?;
+    std::io::Write::write_all(&mut file, &instrumented.text)
+        .map_err(|err| format!("cannot write the instrumented file: {err}"))?;
+    Ok(file.into_temp_path())
+}
+
+fn run(program: &Path, args: &[String]) -> ExitCode {
+    match Command::new(program).args(args).status() {
+        Ok(status) => match status.code() {
+            Some(code) => ExitCode::from(code.clamp(0, 255) as u8),
+            None => {
+                eprintln!("sampler-cc: {} died: {status}", program.display());
+                ExitCode::from(1)
+            }
+        },
+        Err(err) => {
+            eprintln!("sampler-cc: cannot run {}: {err}", program.display());
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn finds_the_input() {
+        let args = strings(&[
+            "-fpreprocessed",
+            "/tmp/cc1.i",
+            "-quiet",
+            "-dumpbase",
+            "x.c",
+            "-O2",
+            "-o",
+            "/tmp/x.s",
+        ]);
+        assert_eq!(input_index(&args), Some(1));
+        assert_eq!(
+            input_index(&strings(&["-fpreprocessed", "-", "-o", "x.s"])),
+            None
+        );
+        assert_eq!(input_index(&strings(&["a.i", "b.i"])), None);
+    }
+}

@@ -1,0 +1,597 @@
+//! Builds the [`Unit`] model with libclang, loaded at run time (`clang-sys`
+//! feature `runtime`), from gcc's own preprocessed file.
+//!
+//! clang cannot read gcc's `.i` for glibc as it is (frontend-scout.md §7.2):
+//! it lacks gcc's `_FloatN` builtin types and rejects the arguments of gcc
+//! 11's `__malloc__(deallocator)` attribute. The analysis copy therefore
+//! starts with a typedef prelude (whose length is subtracted from every
+//! offset) and blanks those arguments with spaces, so offsets into the copy
+//! are offsets into the real `.i`.
+
+use std::collections::HashSet;
+
+use clang::{Clang, Entity, EntityKind, EvaluationResult, Index, StorageClass, TypeKind, Unsaved};
+
+use super::{Call, Function, Node, NodeId, NodeKind, Unit};
+use crate::preprocessed::skip_trivia;
+
+/// Flags of the real compile that change what the code means to a C front
+/// end (type sizes, signedness, language version, inline semantics).
+pub fn type_affecting_flags(cc1_args: &[String]) -> Vec<String> {
+    const EXACT: [&str; 12] = [
+        "-funsigned-char",
+        "-fsigned-char",
+        "-m32",
+        "-m64",
+        "-mx32",
+        "-fshort-enums",
+        "-fno-short-enums",
+        "-fshort-wchar",
+        "-fms-extensions",
+        "-fgnu89-inline",
+        "-fno-gnu89-inline",
+        "-ansi",
+    ];
+    cc1_args
+        .iter()
+        .filter(|arg| EXACT.contains(&arg.as_str()) || arg.starts_with("-std="))
+        .cloned()
+        .collect()
+}
+
+/// Whether `extern inline` means gcc's old semantics for these flags.
+fn gnu89_inline(flags: &[String]) -> bool {
+    let mut gnu89 = false;
+    for flag in flags {
+        match flag.as_str() {
+            "-fgnu89-inline" => gnu89 = true,
+            "-fno-gnu89-inline" => gnu89 = false,
+            "-ansi"
+            | "-std=c89"
+            | "-std=c90"
+            | "-std=gnu89"
+            | "-std=gnu90"
+            | "-std=iso9899:1990"
+            | "-std=iso9899:199409" => gnu89 = true,
+            other if other.starts_with("-std=") => gnu89 = false,
+            _ => {}
+        }
+    }
+    gnu89
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrontendError {
+    #[error(
+        "cannot load libclang ({0}); install it (Debian/Ubuntu: apt-get install libclang1-14, \
+         or any libclang 14 or later) or point LIBCLANG_PATH at the folder holding libclang.so"
+    )]
+    NoLibclang(String),
+    #[error("libclang could not parse the file: {0}")]
+    Parse(String),
+}
+
+/// Parses `text` (a gcc `.i`) and builds its model. Runs on a thread with a
+/// large stack: clang's parser recurses on deeply nested code.
+pub fn analyse(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
+    let text = text.to_vec();
+    let flags = flags.to_vec();
+    std::thread::Builder::new()
+        .name("libclang".into())
+        .stack_size(512 << 20)
+        .spawn(move || analyse_here(&text, &flags))
+        .map_err(|err| FrontendError::Parse(format!("cannot start the analysis thread: {err}")))?
+        .join()
+        .unwrap_or_else(|_| Err(FrontendError::Parse("the analysis thread panicked".into())))
+}
+
+fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
+    let clang = Clang::new().map_err(FrontendError::NoLibclang)?;
+    let index = Index::new(&clang, false, false);
+    let m32 = flags.iter().any(|flag| flag == "-m32" || flag == "-mx32");
+    let prelude = format!(
+        "typedef float _Float32; typedef double _Float64; typedef double _Float32x; \
+         typedef long double _Float64x; typedef {} _Float128;\n",
+        if m32 { "long double" } else { "__float128" }
+    );
+    let copy = analysis_copy(&prelude, text);
+    let mut arguments: Vec<String> = vec![
+        "-x".into(),
+        "cpp-output".into(),
+        "-w".into(),
+        "-ferror-limit=0".into(),
+        "-Wno-error=implicit-function-declaration".into(),
+        "-Wno-error=int-conversion".into(),
+        "-Wno-error=incompatible-function-pointer-types".into(),
+    ];
+    arguments.extend(
+        flags
+            .iter()
+            .filter(|flag| !flag.contains("gnu89-inline"))
+            .cloned(),
+    );
+    let name = "sampler-input.i";
+    let tu = index
+        .parser(name)
+        .arguments(&arguments)
+        .unsaved(&[Unsaved::new(name, &copy)])
+        .parse()
+        .map_err(|err| FrontendError::Parse(err.to_string()))?;
+
+    let shift = prelude.len();
+    let mut unit = Unit::default();
+    for diagnostic in tu.get_diagnostics() {
+        if diagnostic.get_severity() >= clang::diagnostic::Severity::Error {
+            let offset = diagnostic.get_location().get_file_location().offset as usize;
+            unit.errors
+                .push((offset.saturating_sub(shift), diagnostic.get_text()));
+        }
+    }
+    let builder = Builder {
+        text,
+        shift,
+        gnu89: gnu89_inline(flags),
+    };
+    let mut no_instrument: HashSet<String> = HashSet::new();
+    for entity in tu.get_entity().get_children() {
+        if entity.get_kind() != EntityKind::FunctionDecl {
+            continue;
+        }
+        let Some((start, end)) = builder.extent(&entity) else {
+            continue;
+        };
+        let Some(name) = entity.get_name() else {
+            continue;
+        };
+        let body = entity
+            .get_children()
+            .into_iter()
+            .find(|c| c.get_kind() == EntityKind::CompoundStmt);
+        let header_end = match &body {
+            Some(body) => builder
+                .extent(body)
+                .map_or(end, |(body_start, _)| body_start),
+            None => end,
+        };
+        let header = &text[start..header_end.max(start)];
+        if contains(header, b"no_instrument_function") {
+            no_instrument.insert(name.clone());
+        }
+        let Some(body) = body else { continue };
+        let name_offset = entity
+            .get_location()
+            .map(|location| location.get_file_location().offset as usize)
+            .map_or(start, |offset| offset.saturating_sub(shift));
+        let is_extern = entity.get_storage_class() == Some(StorageClass::Extern);
+        let gnu_extern_inline = entity.is_inline_function()
+            && is_extern
+            && (builder.gnu89 || contains(header, b"gnu_inline"));
+        let (nodes, body_id) = builder.function_body(body);
+        unit.functions.push(Function {
+            no_instrument: no_instrument.contains(&name),
+            name,
+            start,
+            name_offset,
+            end,
+            gnu_extern_inline,
+            body: body_id,
+            nodes,
+        });
+    }
+    Ok(unit)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+/// The text libclang parses: `prelude` then `text` with the same offsets,
+/// gcc-only attribute arguments blanked, bytes that are not UTF-8 (which
+/// libclang's API cannot take) made `?`, and NUL bytes made spaces.
+fn analysis_copy(prelude: &str, text: &[u8]) -> String {
+    let mut bytes = text.to_vec();
+    for byte in bytes.iter_mut() {
+        if *byte == 0 {
+            *byte = b' ';
+        }
+    }
+    let needle = b"__malloc__";
+    let mut from = 0;
+    while let Some(at) = bytes[from..]
+        .windows(needle.len())
+        .position(|w| w == needle)
+    {
+        let after = from + at + needle.len();
+        let open = skip_trivia(&bytes, after);
+        if bytes.get(open) == Some(&b'(') {
+            let mut depth = 0usize;
+            let mut close = open;
+            while close < bytes.len() {
+                match bytes[close] {
+                    b'(' => depth += 1,
+                    b')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                close += 1;
+            }
+            let last = close.min(bytes.len() - 1);
+            for byte in &mut bytes[open..=last] {
+                if *byte != b'\n' {
+                    *byte = b' ';
+                }
+            }
+        }
+        from = after;
+    }
+    let mut copy = String::with_capacity(prelude.len() + bytes.len());
+    copy.push_str(prelude);
+    let mut rest = bytes.as_slice();
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(valid) => {
+                copy.push_str(valid);
+                break;
+            }
+            Err(err) => {
+                let (valid, after) = rest.split_at(err.valid_up_to());
+                // The prefix was just checked: this cannot fail.
+                copy.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                let bad = err.error_len().unwrap_or(after.len());
+                copy.extend(std::iter::repeat_n('?', bad));
+                rest = &after[bad..];
+            }
+        }
+    }
+    copy
+}
+
+struct Builder<'t> {
+    text: &'t [u8],
+    shift: usize,
+    gnu89: bool,
+}
+
+/// What a child is to its parent.
+#[derive(Clone, Copy)]
+struct Role {
+    statement: bool,
+    evaluated: bool,
+    condition: bool,
+}
+
+impl Builder<'_> {
+    /// Byte extent in the real `.i`; `None` for the prelude or no location.
+    fn extent(&self, entity: &Entity<'_>) -> Option<(usize, usize)> {
+        let range = entity.get_range()?;
+        let start = range.get_start().get_file_location().offset as usize;
+        let end = range.get_end().get_file_location().offset as usize;
+        let start = start.checked_sub(self.shift)?;
+        let end = end.checked_sub(self.shift)?.max(start);
+        Some((start, end.min(self.text.len())))
+    }
+
+    /// The body as an arena in pre-order (node 0 is the body), built
+    /// without recursion: bodies nest thousands deep in generated code.
+    fn function_body(&self, body: Entity<'_>) -> (Vec<Node>, NodeId) {
+        let mut nodes: Vec<Node> = Vec::new();
+        let root = Role {
+            statement: true,
+            evaluated: true,
+            condition: false,
+        };
+        let mut stack: Vec<(Entity<'_>, Option<NodeId>, Role)> = vec![(body, None, root)];
+        while let Some((entity, parent, role)) = stack.pop() {
+            let Some((start, end)) = self.extent(&entity) else {
+                continue;
+            };
+            let children = entity.get_children();
+            let extents: Vec<Option<(usize, usize)>> =
+                children.iter().map(|c| self.extent(c)).collect();
+            let kind = self.kind(&entity, start, end, &extents);
+            let constant = role.condition && is_integer_constant(&entity);
+            let id = nodes.len();
+            nodes.push(Node {
+                kind,
+                start,
+                end,
+                children: Vec::new(),
+                parent,
+                is_statement: role.statement,
+                evaluated: role.evaluated,
+                condition: role.condition,
+                constant,
+            });
+            if let Some(parent) = parent {
+                nodes[parent].children.push(id);
+            }
+            let roles = self.child_roles(&entity, &nodes[id], &children, &extents);
+            for (child, child_role) in children.into_iter().zip(roles).rev() {
+                let child_role = Role {
+                    evaluated: child_role.evaluated && role.evaluated,
+                    ..child_role
+                };
+                stack.push((child, Some(id), child_role));
+            }
+        }
+        (nodes, 0)
+    }
+
+    fn kind(
+        &self,
+        entity: &Entity<'_>,
+        start: usize,
+        end: usize,
+        children: &[Option<(usize, usize)>],
+    ) -> NodeKind {
+        match entity.get_kind() {
+            EntityKind::CompoundStmt => NodeKind::Compound,
+            EntityKind::IfStmt => NodeKind::If,
+            EntityKind::WhileStmt => NodeKind::While,
+            EntityKind::DoStmt => NodeKind::Do,
+            EntityKind::ForStmt => NodeKind::For,
+            EntityKind::SwitchStmt => NodeKind::Switch,
+            EntityKind::CaseStmt | EntityKind::DefaultStmt | EntityKind::LabelStmt => {
+                NodeKind::Labelled
+            }
+            EntityKind::ReturnStmt => NodeKind::Return,
+            EntityKind::AsmStmt | EntityKind::MsAsmStmt | EntityKind::StaticAssert => {
+                NodeKind::Opaque
+            }
+            EntityKind::UnaryExpr | EntityKind::GenericSelectionExpr => NodeKind::Opaque,
+            EntityKind::TypedefDecl
+            | EntityKind::StructDecl
+            | EntityKind::UnionDecl
+            | EntityKind::EnumDecl
+            | EntityKind::FunctionDecl => NodeKind::Opaque,
+            EntityKind::VarDecl => match entity.get_storage_class() {
+                Some(StorageClass::Static | StorageClass::Extern) => NodeKind::Opaque,
+                _ => NodeKind::Statement,
+            },
+            EntityKind::StmtExpr => NodeKind::StmtExpr,
+            EntityKind::CallExpr => NodeKind::Call(self.call(entity)),
+            EntityKind::BinaryOperator | EntityKind::CompoundAssignOperator => {
+                let lhs_end = children
+                    .first()
+                    .copied()
+                    .flatten()
+                    .map_or(start, |(_, e)| e);
+                NodeKind::Binary(self.operator_at(skip_trivia(self.text, lhs_end)))
+            }
+            EntityKind::UnaryOperator => {
+                let child = children.first().copied().flatten();
+                match child {
+                    Some((child_start, _)) if child_start > start => {
+                        NodeKind::Unary(self.operator_at(start))
+                    }
+                    Some((_, child_end)) => {
+                        NodeKind::Unary(self.operator_at(skip_trivia(self.text, child_end)))
+                    }
+                    None => NodeKind::Expr,
+                }
+            }
+            EntityKind::ConditionalOperator => NodeKind::Conditional,
+            EntityKind::ParenExpr => NodeKind::Paren,
+            kind if entity.is_expression() || kind == EntityKind::UnexposedExpr => match children {
+                [Some(only)] if *only == (start, end) => NodeKind::Implicit,
+                _ => NodeKind::Expr,
+            },
+            _ if entity.is_statement() => NodeKind::Statement,
+            _ => NodeKind::Opaque,
+        }
+    }
+
+    fn call(&self, entity: &Entity<'_>) -> Call {
+        let direct = entity
+            .get_reference()
+            .filter(|callee| callee.get_kind() == EntityKind::FunctionDecl)
+            .and_then(|callee| callee.get_name());
+        let discrete_result = entity.get_type().is_some_and(|ty| {
+            let canonical = ty.get_canonical_type();
+            canonical.is_integer()
+                || matches!(canonical.get_kind(), TypeKind::Enum | TypeKind::Pointer)
+        });
+        Call {
+            direct,
+            discrete_result,
+        }
+    }
+
+    /// The operator token at `offset`.
+    fn operator_at(&self, offset: usize) -> String {
+        const OPERATORS: [&str; 40] = [
+            "<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
+            "*=", "/=", "%=", "+=", "-=", "&=", "^=", "|=", "+", "-", "*", "/", "%", "<", ">", "&",
+            "|", "^", "!", "~", "=", ",", "?", ":", "__real__", "__imag__",
+        ];
+        let rest = &self.text[offset.min(self.text.len())..];
+        OPERATORS
+            .iter()
+            .find(|op| rest.starts_with(op.as_bytes()))
+            .map_or_else(|| "?".to_owned(), |op| (*op).to_owned())
+    }
+
+    fn child_roles(
+        &self,
+        entity: &Entity<'_>,
+        node: &Node,
+        children: &[Entity<'_>],
+        extents: &[Option<(usize, usize)>],
+    ) -> Vec<Role> {
+        let plain = Role {
+            statement: false,
+            evaluated: true,
+            condition: false,
+        };
+        let statement = Role {
+            statement: true,
+            ..plain
+        };
+        let condition = Role {
+            condition: true,
+            ..plain
+        };
+        let opaque = Role {
+            evaluated: false,
+            ..plain
+        };
+        let n = children.len();
+        let mut roles = vec![plain; n];
+        let last = n.saturating_sub(1);
+        match &node.kind {
+            NodeKind::Compound => roles.fill(statement),
+            NodeKind::If => {
+                for (index, role) in roles.iter_mut().enumerate() {
+                    *role = if index == 0 { condition } else { statement };
+                }
+            }
+            NodeKind::While | NodeKind::Switch => {
+                roles.fill(statement);
+                if let Some(first) = roles.first_mut() {
+                    *first = if node.kind == NodeKind::While {
+                        condition
+                    } else {
+                        plain
+                    };
+                }
+            }
+            NodeKind::Do => {
+                roles.fill(condition);
+                if let Some(first) = roles.first_mut() {
+                    *first = statement;
+                }
+            }
+            NodeKind::For => {
+                let (first_semi, second_semi) = self.for_semicolons(node.start, node.end);
+                for (index, role) in roles.iter_mut().enumerate() {
+                    let start = extents[index].map_or(0, |(s, _)| s);
+                    *role = if index == last {
+                        statement
+                    } else if start > first_semi && start < second_semi {
+                        condition
+                    } else {
+                        plain
+                    };
+                }
+            }
+            NodeKind::Labelled => {
+                for (index, role) in roles.iter_mut().enumerate() {
+                    *role = if index == last { statement } else { opaque };
+                }
+            }
+            NodeKind::Conditional => {
+                if let Some(first) = roles.first_mut() {
+                    *first = condition;
+                }
+            }
+            NodeKind::Binary(op) if op == "&&" || op == "||" => roles.fill(condition),
+            NodeKind::Unary(op) if op == "!" && node.condition => roles.fill(condition),
+            NodeKind::Paren | NodeKind::Implicit if node.condition => roles.fill(condition),
+            NodeKind::Opaque => roles.fill(opaque),
+            NodeKind::Call(call) => {
+                const UNEVALUATED_ARGUMENTS: [&str; 4] = [
+                    "__builtin_constant_p",
+                    "__builtin_object_size",
+                    "__builtin_dynamic_object_size",
+                    "__builtin_classify_type",
+                ];
+                if call
+                    .direct
+                    .as_deref()
+                    .is_some_and(|name| UNEVALUATED_ARGUMENTS.contains(&name))
+                {
+                    roles.fill(opaque);
+                }
+            }
+            NodeKind::Statement if entity.get_kind() == EntityKind::VarDecl => {
+                // Only the initialiser runs; other children belong to the
+                // declarator's type (`typeof`, array sizes).
+                roles.fill(opaque);
+                let name_end = entity
+                    .get_location()
+                    .map(|l| (l.get_file_location().offset as usize).saturating_sub(self.shift))
+                    .unwrap_or(node.start);
+                if let Some(Some((start, _))) = extents.last() {
+                    if *start > name_end && contains(&self.text[name_end..*start], b"=") {
+                        roles[last] = plain;
+                    }
+                }
+            }
+            _ => {}
+        }
+        roles
+    }
+
+    /// Offsets of the two `;` of a `for (init; cond; inc)` header.
+    fn for_semicolons(&self, start: usize, end: usize) -> (usize, usize) {
+        let text = &self.text[..end];
+        let mut offset = start;
+        while offset < end && text[offset] != b'(' {
+            offset += 1;
+        }
+        let mut depth = 0usize;
+        let mut found = Vec::with_capacity(2);
+        while offset < end && found.len() < 2 {
+            let next = skip_trivia(text, offset);
+            if next != offset {
+                offset = next;
+                continue;
+            }
+            match text[offset] {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                b';' if depth == 1 => found.push(offset),
+                quote @ (b'"' | b'\'') => {
+                    offset += 1;
+                    while offset < end && text[offset] != quote {
+                        offset += if text[offset] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                _ => {}
+            }
+            offset += 1;
+        }
+        (
+            found.first().copied().unwrap_or(end),
+            found.get(1).copied().unwrap_or(end),
+        )
+    }
+}
+
+fn is_integer_constant(entity: &Entity<'_>) -> bool {
+    matches!(
+        entity.evaluate(),
+        Some(EvaluationResult::SignedInteger(_) | EvaluationResult::UnsignedInteger(_))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn analysis_copy_keeps_offsets() {
+        let text = b"void f(void) __attribute__ ((__malloc__ (fclose, 1)));\xff\0x";
+        let copy = analysis_copy("P;", text);
+        assert_eq!(copy.len(), 2 + text.len());
+        assert_eq!(
+            &copy[2..],
+            "void f(void) __attribute__ ((__malloc__              ));? x"
+        );
+    }
+
+    #[test]
+    fn gnu89_follows_the_last_flag() {
+        let flags = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(gnu89_inline(&flags(&["-std=gnu89"])));
+        assert!(!gnu89_inline(&flags(&["-std=gnu89", "-std=gnu11"])));
+        assert!(gnu89_inline(&flags(&["-std=c11", "-fgnu89-inline"])));
+        assert!(!gnu89_inline(&flags(&[])));
+    }
+}

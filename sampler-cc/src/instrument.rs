@@ -1,0 +1,520 @@
+//! Finds the sites of each scheme in the model of a unit and writes the
+//! instrumented `.i` by inserting text at byte offsets of gcc's own `.i`.
+//!
+//! Every insertion is on one line, so gcc's line counting after each marker,
+//! hence its diagnostics and debug information, stay those of the user's
+//! files. The counters, the unit's descriptor for the runtime and the site
+//! tables go in a prelude after the first line (gcc names the unit after its
+//! first marker), under a system-header marker so they raise no warnings.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use md5::{Digest, Md5};
+use sampler_formats::Scheme;
+
+use crate::frontend::{Function, NodeId, NodeKind, Unit};
+use crate::options::Options;
+use crate::preprocessed::{LineMap, site_text};
+
+/// Callees whose "result" is not a value worth observing.
+const UNOBSERVED_CALLEE_PREFIXES: [&str; 3] = ["__builtin_", "__atomic_", "__sync_"];
+
+/// The result of instrumenting one unit.
+#[derive(Debug)]
+pub struct Instrumented {
+    pub text: Vec<u8>,
+    pub signature: String,
+    /// Sites per scheme, in the order of the unit's tables.
+    pub site_counts: Vec<(Scheme, usize)>,
+    /// Functions left alone because the front end reported errors in them.
+    pub functions_with_errors: Vec<String>,
+}
+
+/// One line of a site table, before formatting.
+#[derive(Debug)]
+struct Site {
+    file: String,
+    line: u32,
+    function: String,
+    statement: u32,
+    text: Option<String>,
+}
+
+/// Text to insert around `start..end` (a wrap) or at `start` (a point).
+#[derive(Debug)]
+struct Insertion {
+    start: usize,
+    end: usize,
+    /// Between wraps of the same extent, the lower rank goes outside.
+    rank: u8,
+    open: String,
+    close: String,
+}
+
+struct Context<'a> {
+    text: &'a [u8],
+    map: LineMap,
+    options: &'a Options,
+    cwd: &'a Path,
+    /// `__cbi_<signature>`: prefix of the unit's symbols.
+    prefix: String,
+}
+
+pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> Instrumented {
+    let signature: String = Md5::digest(text)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let context = Context {
+        text,
+        map: LineMap::new(text),
+        options,
+        cwd,
+        prefix: format!("__cbi_{signature}"),
+    };
+    let schemes = options.active_schemes();
+    let mut tables: Vec<(Scheme, Vec<Site>)> = schemes.iter().map(|&s| (s, Vec::new())).collect();
+    let mut insertions = Vec::new();
+    let mut functions_with_errors = Vec::new();
+
+    for function in &unit.functions {
+        let has_error = unit
+            .errors
+            .iter()
+            .any(|(at, _)| (function.start..function.end).contains(at));
+        let system = context
+            .map
+            .presumed(function.start)
+            .is_none_or(|p| p.system);
+        if system || function.gnu_extern_inline || function.no_instrument {
+            continue;
+        }
+        if has_error {
+            functions_with_errors.push(function.name.clone());
+            continue;
+        }
+        let numbers = function.statement_numbers();
+        for (scheme, sites) in &mut tables {
+            let found = match scheme {
+                Scheme::Branches => context.branches(function, &numbers, sites.len()),
+                Scheme::Returns => context.returns(function, &numbers, sites.len()),
+                Scheme::FunctionEntries => context.function_entry(function, sites.len()),
+                _ => Vec::new(),
+            };
+            for (site, insertion) in found {
+                sites.push(site);
+                insertions.push(insertion);
+            }
+        }
+    }
+
+    let prelude = context.prelude(&signature, &tables);
+    let prelude_at = context.map.after_first_line(text.len());
+    let mut output = Vec::with_capacity(text.len() + prelude.len() + insertions.len() * 160);
+    output.extend_from_slice(&text[..prelude_at]);
+    output.extend_from_slice(prelude.as_bytes());
+    apply_insertions(&mut output, text, prelude_at, insertions);
+    Instrumented {
+        text: output,
+        site_counts: tables
+            .iter()
+            .map(|(scheme, sites)| (*scheme, sites.len()))
+            .collect(),
+        signature,
+        functions_with_errors,
+    }
+}
+
+/// Copies `text[from..]` into `output` with the insertions placed: at one
+/// offset closes come first (innermost first), then points, then opens
+/// (outermost first).
+fn apply_insertions(output: &mut Vec<u8>, text: &[u8], from: usize, insertions: Vec<Insertion>) {
+    let mut events: Vec<(usize, u8, i64, i64, String)> = Vec::with_capacity(insertions.len() * 2);
+    for insertion in insertions {
+        if insertion.start == insertion.end {
+            events.push((insertion.start, 1, 0, 0, insertion.open));
+            continue;
+        }
+        let (start, end, rank) = (
+            insertion.start as i64,
+            insertion.end as i64,
+            i64::from(insertion.rank),
+        );
+        events.push((insertion.start, 2, -end, rank, insertion.open));
+        events.push((insertion.end, 0, -start, -rank, insertion.close));
+    }
+    events.sort_by(|a, b| (a.0, a.1, a.2, a.3).cmp(&(b.0, b.1, b.2, b.3)));
+    let mut copied = from;
+    for (offset, _, _, _, snippet) in events {
+        let offset = offset.max(from);
+        output.extend_from_slice(&text[copied..offset]);
+        output.extend_from_slice(snippet.as_bytes());
+        copied = offset;
+    }
+    output.extend_from_slice(&text[copied..]);
+}
+
+impl Context<'_> {
+    /// The site's common fields at `offset`, if the filters keep it.
+    fn site(
+        &self,
+        function: &Function,
+        offset: usize,
+        statement: u32,
+        text: Option<String>,
+    ) -> Option<Site> {
+        let presumed = self.map.presumed(offset)?;
+        let absolute = if Path::new(presumed.file).is_absolute() || presumed.file.starts_with('<') {
+            presumed.file.to_owned()
+        } else {
+            self.cwd.join(presumed.file).to_string_lossy().into_owned()
+        };
+        if !self
+            .options
+            .includes(&function.name, &[presumed.file, &absolute], presumed.line)
+        {
+            return None;
+        }
+        let file = if self.options.relative_paths {
+            presumed.file.to_owned()
+        } else {
+            absolute
+        };
+        Some(Site {
+            file: clean_field(&file),
+            line: presumed.line,
+            function: function.name.clone(),
+            statement,
+            text,
+        })
+    }
+
+    /// Code counting one event of site `id` of `scheme` in counter
+    /// `selector`: sampled through the runtime's countdown unless
+    /// `-fno-sample`, atomic where the counter may be shared.
+    fn count(&self, scheme: Scheme, id: usize, selector: &str) -> String {
+        let counter = format!("{}_{}[{id}][{selector}]", self.prefix, symbol(scheme));
+        let atomic = format!("(void)__atomic_fetch_add(&{counter}, 1ULL, 0);");
+        match (self.options.sample, self.options.threads) {
+            (true, _) => {
+                format!("if (__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample()) {atomic}")
+            }
+            (false, true) => atomic,
+            (false, false) => format!("{counter}++;"),
+        }
+    }
+
+    fn branches(
+        &self,
+        function: &Function,
+        numbers: &[u32],
+        first_id: usize,
+    ) -> Vec<(Site, Insertion)> {
+        let mut found = Vec::new();
+        for (id, node) in function.nodes.iter().enumerate() {
+            if !node.condition || !node.evaluated || node.constant || node.start >= node.end {
+                continue;
+            }
+            if !is_branch_leaf(function, id) {
+                continue;
+            }
+            let statement = numbers[function.enclosing_statement(id)];
+            let text = site_text(self.text, node.start, node.end);
+            let Some(site) = self.site(function, node.start, statement, Some(text)) else {
+                continue;
+            };
+            let site_id = first_id + found.len();
+            let var = format!("__cbi_b{site_id}");
+            let open = format!("__extension__ ({{ _Bool {var} = (");
+            let close = format!(
+                "); {} {var}; }})",
+                self.count(Scheme::Branches, site_id, &var)
+            );
+            found.push((
+                site,
+                Insertion {
+                    start: node.start,
+                    end: node.end,
+                    rank: 0,
+                    open,
+                    close,
+                },
+            ));
+        }
+        found
+    }
+
+    fn returns(
+        &self,
+        function: &Function,
+        numbers: &[u32],
+        first_id: usize,
+    ) -> Vec<(Site, Insertion)> {
+        let mut found = Vec::new();
+        for (id, node) in function.nodes.iter().enumerate() {
+            let NodeKind::Call(call) = &node.kind else {
+                continue;
+            };
+            if !call.discrete_result || !node.evaluated || node.start >= node.end {
+                continue;
+            }
+            if call.direct.as_deref().is_some_and(|name| {
+                UNOBSERVED_CALLEE_PREFIXES
+                    .iter()
+                    .any(|prefix| name.starts_with(prefix))
+            }) {
+                continue;
+            }
+            let callee = node.children.first().map(|&c| function.node(c));
+            let text = match callee {
+                Some(callee) => site_text(self.text, callee.start, callee.end),
+                None => site_text(self.text, node.start, node.end),
+            };
+            let statement = numbers[function.enclosing_statement(id)];
+            let Some(site) = self.site(function, node.start, statement, Some(text)) else {
+                continue;
+            };
+            let site_id = first_id + found.len();
+            let (result, zero) = (format!("__cbi_r{site_id}"), format!("__cbi_z{site_id}"));
+            let open = format!("__extension__ ({{ __auto_type {result} = (");
+            // Comparing with a zero of the same type, not a literal 0, keeps
+            // -Wtype-limits quiet for unsigned results and works for pointers.
+            let selector = format!("({result} > {zero}) + ({result} >= {zero})");
+            let close = format!(
+                "); __typeof__({result}) {zero} = 0; {} {result}; }})",
+                self.count(Scheme::Returns, site_id, &selector)
+            );
+            found.push((
+                site,
+                Insertion {
+                    start: node.start,
+                    end: node.end,
+                    rank: 1,
+                    open,
+                    close,
+                },
+            ));
+        }
+        found
+    }
+
+    fn function_entry(&self, function: &Function, first_id: usize) -> Vec<(Site, Insertion)> {
+        let body = function.node(function.body);
+        let Some(site) = self.site(function, function.name_offset, 0, None) else {
+            return Vec::new();
+        };
+        // A declaration, so that it may precede the body's declarations
+        // even under -Wdeclaration-after-statement.
+        let open = format!(
+            "__extension__ __attribute__((__unused__)) _Bool __cbi_entry = ({{ {} 0; }});",
+            self.count(Scheme::FunctionEntries, first_id, "0")
+        );
+        let at = body.start + 1;
+        vec![(
+            site,
+            Insertion {
+                start: at,
+                end: at,
+                rank: 0,
+                open,
+                close: String::new(),
+            },
+        )]
+    }
+
+    /// Declarations of the runtime's interface, the unit's counters and
+    /// descriptor, its registration, and its site tables.
+    fn prelude(&self, signature: &str, tables: &[(Scheme, Vec<Site>)]) -> String {
+        let prefix = &self.prefix;
+        let mut out = String::new();
+        out.push_str("# 1 \"<sampler-prelude>\" 3\n");
+        out.push_str(
+            "extern __thread int cbi_countdown;\nextern int cbi_sample(void);\n\
+             extern void __cbi_register_unit(void *) __asm__(\"cbi_registerUnit\");\n\
+             extern void __cbi_unregister_unit(void *) __asm__(\"cbi_unregisterUnit\");\n",
+        );
+        let hidden = "__attribute__((__visibility__(\"hidden\"), __weak__))";
+        for (scheme, sites) in tables {
+            let arity = counters_per_site(*scheme);
+            let _ = writeln!(
+                out,
+                "{hidden} unsigned long long {prefix}_{}[{}][{arity}];",
+                symbol(*scheme),
+                sites.len()
+            );
+        }
+        let bytes: Vec<String> = (0..16)
+            .map(|i| format!("0x{}", &signature[2 * i..2 * i + 2]))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{hidden} const unsigned char {prefix}_signature[16] = {{{}}};",
+            bytes.join(", ")
+        );
+        let _ = writeln!(
+            out,
+            "{hidden} struct {{ const char *scheme; unsigned int kind, arity, n_sites, reserved; \
+             void *values; unsigned long long *first, *last; }} {prefix}_schemes[{}] = {{",
+            tables.len()
+        );
+        for (scheme, sites) in tables {
+            let _ = writeln!(
+                out,
+                "  {{ \"{}\", 0, {}, {}, 0, {prefix}_{}, 0, 0 }},",
+                scheme.name(),
+                counters_per_site(*scheme),
+                sites.len(),
+                symbol(*scheme)
+            );
+        }
+        out.push_str("};\n");
+        let _ = writeln!(
+            out,
+            "{hidden} struct {{ unsigned int abi_version, n_schemes; const unsigned char *signature; \
+             void *schemes, *registry_next; }} {prefix}_unit = {{ 1, {}, {prefix}_signature, {prefix}_schemes, 0 }};",
+            tables.len()
+        );
+        let _ = writeln!(
+            out,
+            "static void __attribute__((__constructor__, __used__)) {prefix}_register(void) \
+             {{ __cbi_register_unit(&{prefix}_unit); }}\n\
+             static void __attribute__((__destructor__, __used__)) {prefix}_unregister(void) \
+             {{ __cbi_unregister_unit(&{prefix}_unit); }}"
+        );
+        out.push_str("__asm__(\".pushsection .debug_site_info,\\\"\\\",%progbits\\n\"\n");
+        for (scheme, sites) in tables {
+            let mut lines = vec![format!(
+                "<sites unit=\"{signature}\" scheme=\"{}\">",
+                scheme.name()
+            )];
+            for site in sites {
+                let mut line = format!(
+                    "{}\t{}\t{}\t{}",
+                    site.file, site.line, site.function, site.statement
+                );
+                if let Some(text) = &site.text {
+                    line.push('\t');
+                    line.push_str(text);
+                }
+                lines.push(line);
+            }
+            lines.push("</sites>".into());
+            for line in lines {
+                let _ = writeln!(
+                    out,
+                    "\"\\t.ascii \\\"{}\\\\n\\\"\\n\"",
+                    asm_string_body(&line)
+                );
+            }
+        }
+        out.push_str("\"\\t.popsection\\n\");\n");
+        // Back to where the first line left off.
+        if let Some(next) = self
+            .map
+            .presumed(self.map.after_first_line(self.text.len()))
+        {
+            let _ = writeln!(
+                out,
+                "# {} \"{}\"{}",
+                next.line,
+                next.file.replace('\\', "\\\\").replace('"', "\\\""),
+                if next.system { " 3" } else { "" }
+            );
+        }
+        out
+    }
+}
+
+/// Whether condition node `id` is observed itself: not a `&&`/`||` (whose
+/// operands are), and not inside parentheses, `!` or a conversion that is
+/// observed instead.
+fn is_branch_leaf(function: &Function, id: NodeId) -> bool {
+    let stripped = function.node(function.strip_negations(id));
+    if matches!(&stripped.kind, NodeKind::Binary(op) if op == "&&" || op == "||") {
+        return false;
+    }
+    match function.node(id).parent.map(|parent| function.node(parent)) {
+        Some(parent) if parent.condition => {
+            !matches!(&parent.kind, NodeKind::Paren | NodeKind::Implicit)
+                && !matches!(&parent.kind, NodeKind::Unary(op) if op == "!")
+        }
+        _ => true,
+    }
+}
+
+/// The C symbol suffix of a scheme's counters.
+fn symbol(scheme: Scheme) -> String {
+    scheme.name().replace('-', "_")
+}
+
+fn counters_per_site(scheme: Scheme) -> usize {
+    match scheme.sample_kind() {
+        sampler_formats::SampleKind::Counters(n) => n,
+        sampler_formats::SampleKind::Bounds => 2,
+    }
+}
+
+/// Site-table fields hold no tab or newline.
+fn clean_field(text: &str) -> String {
+    text.replace(['\t', '\n', '\r'], " ")
+}
+
+/// `line` as the body of a gas string inside a C string literal: first
+/// escaped for gas (`\\`, `\"`, octal for the rest of the non-printable
+/// bytes), then for C.
+fn asm_string_body(line: &str) -> String {
+    let mut gas = String::with_capacity(line.len() + 8);
+    for &byte in line.as_bytes() {
+        match byte {
+            b'\\' => gas.push_str("\\\\"),
+            b'"' => gas.push_str("\\\""),
+            b'\t' => gas.push_str("\\t"),
+            0x20..=0x7e => gas.push(byte as char),
+            _ => {
+                let _ = write!(gas, "\\{byte:03o}");
+            }
+        }
+    }
+    gas.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn asm_strings_are_escaped_twice() {
+        assert_eq!(asm_string_body("a\tb"), "a\\\\tb");
+        assert_eq!(
+            asm_string_body("s == \"x\\\""),
+            "s == \\\\\\\"x\\\\\\\\\\\\\\\""
+        );
+        assert_eq!(asm_string_body("é"), "\\\\303\\\\251");
+    }
+
+    #[test]
+    fn insertions_nest() {
+        let text = b"if (f(x)) y;";
+        let mut out = Vec::new();
+        let wrap = |start, end, rank, open: &str, close: &str| Insertion {
+            start,
+            end,
+            rank,
+            open: open.into(),
+            close: close.into(),
+        };
+        apply_insertions(
+            &mut out,
+            text,
+            0,
+            vec![
+                wrap(4, 8, 1, "R(", ")R"),
+                wrap(4, 8, 0, "B(", ")B"),
+                wrap(6, 7, 1, "r(", ")r"),
+                wrap(11, 11, 0, "P", ""),
+            ],
+        );
+        assert_eq!(String::from_utf8(out).unwrap(), "if (B(R(f(r(x)r))R)B) yP;");
+    }
+}

@@ -1,0 +1,378 @@
+//! gcc's preprocessed file (`.i`): where each byte came from, according to
+//! gcc's line markers, and the source text of expressions as site tables
+//! print it.
+//!
+//! A line marker is `# LINE "FILE" FLAGS`, flags 1 (entering an include),
+//! 2 (returning), 3 (system header), 4 (extern "C"). gcc also writes them in
+//! the middle of expressions when it expands a macro from a system header, so
+//! expression text must skip them.
+
+use std::borrow::Cow;
+
+/// The source position gcc's markers give for a byte of the `.i`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Presumed<'a> {
+    pub file: &'a str,
+    pub line: u32,
+    /// Inside a system header (marker flag 3).
+    pub system: bool,
+}
+
+#[derive(Debug)]
+struct Marker {
+    /// Offset of the first byte of the line after the marker.
+    start: usize,
+    /// The line number of that line.
+    line: u32,
+    file: usize,
+    system: bool,
+}
+
+/// Offset to (file, line, system) lookups over one `.i`.
+#[derive(Debug)]
+pub struct LineMap {
+    files: Vec<String>,
+    markers: Vec<Marker>,
+    /// Offsets of every `\n`, to count lines between a marker and a byte.
+    newlines: Vec<usize>,
+}
+
+impl LineMap {
+    pub fn new(text: &[u8]) -> Self {
+        let mut map = LineMap {
+            files: Vec::new(),
+            markers: Vec::new(),
+            newlines: Vec::new(),
+        };
+        let mut line_start = 0;
+        for (offset, &byte) in text.iter().enumerate() {
+            if byte != b'\n' {
+                continue;
+            }
+            map.newlines.push(offset);
+            map.scan_marker(&text[line_start..offset], offset + 1);
+            line_start = offset + 1;
+        }
+        if line_start < text.len() {
+            map.scan_marker(&text[line_start..], text.len());
+        }
+        map
+    }
+
+    fn scan_marker(&mut self, line: &[u8], next_line: usize) {
+        let Some((number, file, flags)) = parse_marker(line) else {
+            return;
+        };
+        let file = match self.files.iter().position(|known| *known == file) {
+            Some(index) => index,
+            None => {
+                self.files.push(file.into_owned());
+                self.files.len() - 1
+            }
+        };
+        self.markers.push(Marker {
+            start: next_line,
+            line: number,
+            file,
+            system: flags.contains(&3),
+        });
+    }
+
+    /// Where the byte at `offset` comes from; `None` before the first marker.
+    pub fn presumed(&self, offset: usize) -> Option<Presumed<'_>> {
+        let index = self
+            .markers
+            .partition_point(|marker| marker.start <= offset)
+            .checked_sub(1)?;
+        let marker = &self.markers[index];
+        let lines_between = self.newlines.partition_point(|&nl| nl < offset)
+            - self.newlines.partition_point(|&nl| nl < marker.start);
+        Some(Presumed {
+            file: &self.files[marker.file],
+            line: marker.line.saturating_add(lines_between as u32),
+            system: marker.system,
+        })
+    }
+
+    /// Offset of the end of the first line (just after its `\n`), where the
+    /// instrumenter's prelude goes: gcc takes the main file's name from the
+    /// first marker, so that one must stay first.
+    pub fn after_first_line(&self, len: usize) -> usize {
+        self.newlines.first().map_or(len, |nl| nl + 1)
+    }
+}
+
+/// `# 12 "dir/file.c" 1 3` → (12, "dir/file.c", [1, 3]). Also `#line`.
+fn parse_marker(line: &[u8]) -> Option<(u32, Cow<'_, str>, Vec<u8>)> {
+    let rest = line.strip_prefix(b"#")?;
+    let rest = rest.strip_prefix(b"line").unwrap_or(rest);
+    let rest = trim_start(rest);
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let number: u32 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let rest = trim_start(&rest[digits..]);
+    let rest = rest.strip_prefix(b"\"")?;
+    let (file, after) = unescape_c_string(rest)?;
+    let flags = after
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|word| !word.is_empty())
+        .filter_map(|word| std::str::from_utf8(word).ok()?.parse().ok())
+        .collect();
+    Some((number, file, flags))
+}
+
+fn trim_start(bytes: &[u8]) -> &[u8] {
+    let skip = bytes
+        .iter()
+        .take_while(|b| **b == b' ' || **b == b'\t')
+        .count();
+    &bytes[skip..]
+}
+
+/// Reads a C string body up to its closing quote (gcc escapes `\`, `"` and
+/// unprintable bytes as octal in marker file names).
+fn unescape_c_string(bytes: &[u8]) -> Option<(Cow<'_, str>, &[u8])> {
+    let mut out = Vec::new();
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'"' => {
+                let text = match String::from_utf8(out) {
+                    Ok(text) => Cow::Owned(text),
+                    Err(err) => Cow::Owned(String::from_utf8_lossy(err.as_bytes()).into_owned()),
+                };
+                return Some((text, &bytes[index + 1..]));
+            }
+            b'\\' if index + 1 < bytes.len() => {
+                let next = bytes[index + 1];
+                if (b'0'..=b'7').contains(&next) {
+                    let digits = bytes[index + 1..]
+                        .iter()
+                        .take(3)
+                        .take_while(|b| (b'0'..=b'7').contains(b));
+                    let count = digits.clone().count();
+                    let value = digits.fold(0u32, |acc, digit| acc * 8 + u32::from(digit - b'0'));
+                    out.push(value as u8);
+                    index += 1 + count;
+                } else {
+                    out.push(match next {
+                        b'n' => b'\n',
+                        b't' => b'\t',
+                        other => other,
+                    });
+                    index += 2;
+                }
+            }
+            byte => {
+                out.push(byte);
+                index += 1;
+            }
+        }
+    }
+    None
+}
+
+/// The longest site text kept; longer expressions end in ` ...`.
+pub const MAX_SITE_TEXT: usize = 1000;
+
+/// The expression text of `text[start..end]` as site tables print it:
+/// comments and marker lines removed, every run of white space made one
+/// space, at most [`MAX_SITE_TEXT`] bytes.
+pub fn site_text(text: &[u8], start: usize, end: usize) -> String {
+    let bytes = &text[start..end.min(text.len())];
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len().min(MAX_SITE_TEXT));
+    let mut pending_space = false;
+    let mut at_line_start = start == 0 || text[start - 1] == b'\n';
+    let mut index = 0;
+    let push = |out: &mut Vec<u8>, byte: u8, pending: &mut bool| {
+        if *pending && !out.is_empty() {
+            out.push(b' ');
+        }
+        *pending = false;
+        out.push(byte);
+    };
+    while index < bytes.len() && out.len() <= MAX_SITE_TEXT {
+        let byte = bytes[index];
+        match byte {
+            b'\n' => {
+                pending_space = true;
+                at_line_start = true;
+                index += 1;
+                continue;
+            }
+            b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c' => {
+                pending_space = true;
+                index += 1;
+                continue;
+            }
+            b'#' if at_line_start => {
+                // A line marker or a pragma: the whole line goes.
+                while index < bytes.len() && bytes[index] != b'\n' {
+                    index += 1;
+                }
+                continue;
+            }
+            b'/' if bytes.get(index + 1) == Some(&b'*') => {
+                let close = bytes[index + 2..].windows(2).position(|w| w == b"*/");
+                index = close.map_or(bytes.len(), |at| index + 2 + at + 2);
+                pending_space = true;
+                continue;
+            }
+            b'/' if bytes.get(index + 1) == Some(&b'/') => {
+                while index < bytes.len() && bytes[index] != b'\n' {
+                    index += 1;
+                }
+                pending_space = true;
+                continue;
+            }
+            b'"' | b'\'' => {
+                // Literals are copied as they are, white space included.
+                let quote = byte;
+                push(&mut out, byte, &mut pending_space);
+                index += 1;
+                while index < bytes.len() {
+                    let inner = bytes[index];
+                    out.push(if inner == b'\t' || inner == b'\n' {
+                        b' '
+                    } else {
+                        inner
+                    });
+                    index += 1;
+                    if inner == b'\\' && index < bytes.len() {
+                        out.push(bytes[index]);
+                        index += 1;
+                    } else if inner == quote {
+                        break;
+                    }
+                }
+            }
+            _ => {
+                push(&mut out, byte, &mut pending_space);
+                index += 1;
+            }
+        }
+        at_line_start = false;
+    }
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    if text.len() > MAX_SITE_TEXT {
+        let mut cut = MAX_SITE_TEXT;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str(" ...");
+    }
+    if text.is_empty() {
+        text.push('?');
+    }
+    text
+}
+
+/// Skips white space, comments and marker lines forward from `offset`;
+/// returns the offset of the next token.
+pub fn skip_trivia(text: &[u8], mut offset: usize) -> usize {
+    loop {
+        match text.get(offset) {
+            Some(b' ' | b'\t' | b'\r' | b'\n' | b'\x0b' | b'\x0c') => offset += 1,
+            Some(b'/') if text.get(offset + 1) == Some(&b'*') => {
+                offset = text[offset + 2..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map_or(text.len(), |at| offset + 2 + at + 2);
+            }
+            Some(b'/') if text.get(offset + 1) == Some(&b'/') => {
+                while offset < text.len() && text[offset] != b'\n' {
+                    offset += 1;
+                }
+            }
+            Some(b'#') if offset == 0 || text[offset - 1] == b'\n' => {
+                while offset < text.len() && text[offset] != b'\n' {
+                    offset += 1;
+                }
+            }
+            _ => return offset,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "# 0 \"main.c\"\n# 1 \"/usr/include/stdio.h\" 1 3 4\nint printf();\n\
+                          # 3 \"main.c\" 2\nint main(void)\n{\n  return x ==\n# 5 \"main.c\" 3 4\n (0)\n# 5 \"main.c\"\n ;\n}\n";
+
+    #[test]
+    fn presumed_positions_follow_markers() {
+        let text = SAMPLE.as_bytes();
+        let map = LineMap::new(text);
+        let at = |needle: &str| map.presumed(SAMPLE.find(needle).unwrap()).unwrap();
+        assert_eq!(
+            at("int printf"),
+            Presumed {
+                file: "/usr/include/stdio.h",
+                line: 1,
+                system: true
+            }
+        );
+        assert_eq!(
+            at("int main"),
+            Presumed {
+                file: "main.c",
+                line: 3,
+                system: false
+            }
+        );
+        assert_eq!(
+            at("return"),
+            Presumed {
+                file: "main.c",
+                line: 5,
+                system: false
+            }
+        );
+        assert_eq!(
+            at("(0)"),
+            Presumed {
+                file: "main.c",
+                line: 5,
+                system: true
+            }
+        );
+        assert_eq!(map.presumed(3), None);
+        assert_eq!(map.after_first_line(text.len()), 13);
+    }
+
+    #[test]
+    fn markers_with_escapes() {
+        let (line, file, flags) = parse_marker(br#"# 7 "a\\b\"c\303\251.c" 2 3"#).unwrap();
+        assert_eq!(
+            (line, file.as_ref(), flags),
+            (7, "a\\b\"c\u{e9}.c", vec![2, 3])
+        );
+        assert!(parse_marker(b"#pragma once").is_none());
+        assert!(parse_marker(b"# \"x\"").is_none());
+    }
+
+    #[test]
+    fn site_text_drops_markers_comments_and_white_space() {
+        let text = SAMPLE.as_bytes();
+        let start = SAMPLE.find("x ==").unwrap();
+        let end = SAMPLE.find("(0)").unwrap() + 3;
+        assert_eq!(site_text(text, start, end), "x == (0)");
+        let code = b"a /* one\n two */ &&\t\"b  c\"  // tail\n || 'd'";
+        assert_eq!(site_text(code, 0, code.len()), "a && \"b  c\" || 'd'");
+        let long = "a".repeat(3000);
+        let cut = site_text(long.as_bytes(), 0, 3000);
+        assert_eq!(cut.len(), MAX_SITE_TEXT + 4);
+        assert!(cut.ends_with(" ..."));
+    }
+
+    #[test]
+    fn trivia_is_skipped() {
+        let code = b"x  /* c */\n# 4 \"f.c\"\n  // d\n && y";
+        assert_eq!(skip_trivia(code, 1), code.len() - 4);
+    }
+}
