@@ -582,7 +582,10 @@ mod tests {
         assert_eq!(copy.len(), 2 + text.len());
         assert_eq!(
             &copy[2..],
-            "void f(void) __attribute__ ((__malloc__              ));? x"
+            format!(
+                "void f(void) __attribute__ ((__malloc__{}));? x",
+                " ".repeat(12)
+            )
         );
     }
 
