@@ -86,6 +86,12 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Err(reason) => {
             let shown = display_name(&input);
             if options.strict {
+                // gcc's own errors about the file come first: they are
+                // usually why the front end failed too.
+                let plain = run(&real, &args);
+                if plain != ExitCode::SUCCESS {
+                    return plain;
+                }
                 eprintln!("sampler-cc: error: {shown}: cannot instrument: {reason}");
                 return ExitCode::from(1);
             }

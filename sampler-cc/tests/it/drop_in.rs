@@ -1,0 +1,252 @@
+//! sampler-cc behaves as gcc does for everything but the instrumentation.
+
+use super::*;
+
+const HELLO: &str = "#include <stdio.h>\n/* a comment */\n#define TWICE(x) ((x) * 2)\nint twice(int x) { return TWICE(x); }\n";
+const MAIN: &str = "#include <stdio.h>\nint twice(int);\nint main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n";
+
+fn gcc(lab: &Lab, args: &[&str]) -> Output {
+    let output = lab.command("gcc").args(args).output().unwrap();
+    assert!(output.status.success(), "gcc {args:?}: {output:?}");
+    output
+}
+
+#[test]
+fn preprocessing_and_dependencies_are_gcc_s() {
+    let lab = Lab::new();
+    lab.write("hello.c", HELLO);
+    let ours = lab.cc(&["-fsampler-strict", "-E", "hello.c"]);
+    assert_eq!(ours.stdout, gcc(&lab, &["-E", "hello.c"]).stdout);
+    let ours = lab.cc(&["-fsampler-strict", "-M", "hello.c"]);
+    assert_eq!(ours.stdout, gcc(&lab, &["-M", "hello.c"]).stdout);
+
+    lab.cc(&[
+        "-fsampler-strict",
+        "-c",
+        "-MD",
+        "-MF",
+        "ours.d",
+        "-MT",
+        "target",
+        "hello.c",
+        "-o",
+        "ours.o",
+    ]);
+    gcc(
+        &lab,
+        &[
+            "-c", "-MD", "-MF", "gcc.d", "-MT", "target", "hello.c", "-o", "gcc.o",
+        ],
+    );
+    assert_eq!(
+        std::fs::read(lab.path("ours.d")).unwrap(),
+        std::fs::read(lab.path("gcc.d")).unwrap()
+    );
+}
+
+#[test]
+fn compile_and_link_forms() {
+    let lab = Lab::new();
+    lab.write("hello.c", HELLO);
+    lab.write("main.c", MAIN);
+    // Several sources, compiled and linked in one command, through a pipe.
+    lab.cc(&[
+        ALL_SCHEMES[0],
+        ALL_SCHEMES[1],
+        "-pipe",
+        "-O2",
+        "hello.c",
+        "main.c",
+        "-o",
+        "both",
+    ]);
+    assert_eq!(lab.run("both", &[], "report", &[]), "42\n");
+    assert_eq!(lab.site_table("both").matches("<sites ").count(), 2);
+
+    // -save-temps keeps gcc's intermediate files; -S writes assembly that
+    // carries the site table.
+    lab.cc(&["-fsampler-strict", "-save-temps", "-c", "hello.c"]);
+    for kept in ["hello.i", "hello.s", "hello.o"] {
+        assert!(lab.path(kept).exists(), "{kept} missing");
+    }
+    lab.cc(&["-fsampler-strict", "-S", "main.c", "-o", "main.s"]);
+    let assembly = std::fs::read_to_string(lab.path("main.s")).unwrap();
+    assert!(assembly.contains(".pushsection .debug_site_info,\"\",%progbits"));
+    lab.cc(&["-fsampler-strict", "-c", "main.s", "-o", "from-asm.o"]);
+    lab.cc(&["hello.o", "from-asm.o", "-o", "linked"]);
+    assert_eq!(lab.run("linked", &[], "report2", &[]), "42\n");
+
+    // Standard input, with the language given.
+    let mut child = lab
+        .command(sampler_cc())
+        .args([
+            "-fsampler-strict",
+            "-fsampler-scheme=function-entries",
+            "-x",
+            "c",
+            "-c",
+            "-",
+            "-o",
+            "stdin.o",
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), HELLO.as_bytes()).unwrap();
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    assert!(
+        lab.site_table("stdin.o")
+            .contains("\n<stdin>\t4\ttwice\t0\n")
+    );
+
+    // Probes pass straight through.
+    let version = lab.cc(&["--version"]);
+    assert_eq!(version.stdout, gcc(&lab, &["--version"]).stdout);
+}
+
+#[test]
+fn cxx_inputs_are_left_to_gcc() {
+    let lab = Lab::new();
+    lab.write(
+        "x.cc",
+        "#include <cstdio>\nint main() { if (std::puts(\"c++\") > 0) return 0; return 1; }\n",
+    );
+    if Command::new("g++").arg("--version").output().is_err() {
+        eprintln!("g++ is not installed: skipped");
+        return;
+    }
+    lab.cc(&["-fsampler-strict", "-c", "x.cc", "-o", "x.o"]);
+    let table = lab
+        .tool("extract-section")
+        .args([".debug_site_info", "x.o"])
+        .output()
+        .unwrap();
+    assert!(
+        table.stdout.is_empty(),
+        "C++ is not instrumented: {table:?}"
+    );
+}
+
+#[test]
+fn warnings_are_gcc_s() {
+    let lab = Lab::new();
+    lab.write(
+        "warn.c",
+        r#"#include <ctype.h>
+#include <errno.h>
+#include <string.h>
+struct s { int (*fn)(int); unsigned u; };
+static unsigned get(void) { return 3u; }
+static char *name(void) { return "x"; }
+int use(struct s *p, int c, int unused)
+{
+    int r = 0;
+    int k;
+    k = c;
+    switch (k) {
+    case 1:
+        r = 1;
+        /* fall through */
+    case 2:
+        r += p->fn(c) ? 1 : 0;
+        break;
+    }
+    if (isdigit(c) && errno == EINTR) r++;
+    if (get() >= 0) r++;
+    if (name()) r += strlen(name());
+    if (p->u < 0) r--;
+    while (1) { if (r > 3) break; r++; }
+    return r;
+}
+"#,
+    );
+    for flags in [
+        &["-std=gnu11", "-O2"][..],
+        &["-std=c89", "-pedantic", "-Wdeclaration-after-statement"][..],
+        &[
+            "-std=c11",
+            "-Wshadow",
+            "-Wconversion",
+            "-Wimplicit-fallthrough",
+        ][..],
+    ] {
+        let mut args = vec!["-Wall", "-Wextra", "-c", "warn.c", "-o", "warn.o"];
+        args.extend_from_slice(flags);
+        let plain = gcc(&lab, &args);
+        let mut ours_args = ALL_SCHEMES.to_vec();
+        ours_args.extend_from_slice(&args);
+        let ours = lab.cc(&ours_args);
+        let expected = diagnostics(&plain.stderr);
+        assert!(expected.len() >= 3, "{expected:?}");
+        assert_eq!(diagnostics(&ours.stderr), expected, "with {flags:?}");
+    }
+}
+
+/// A function clang cannot parse (a gcc nested function) stays as it is;
+/// the rest of the file is instrumented; -fsampler-strict makes it an error.
+#[test]
+fn fails_open_visibly() {
+    let lab = Lab::new();
+    lab.write(
+        "nested.c",
+        "#include <stdio.h>\nint outer(int x) { int inner(int y) { return y + 1; } return inner(x); }\n\
+         int main(int argc, char **argv) { (void)argv; printf(\"%d\\n\", outer(argc)); if (argc > 5) return 1; return 0; }\n",
+    );
+    let output = lab.cc(&["-fsampler-scheme=branches", "nested.c", "-o", "nested"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("sampler-cc: warning: nested.c: not instrumented in outer: "),
+        "{stderr}"
+    );
+    assert_eq!(lab.run("nested", &[], "report", &[]), "2\n");
+    assert_eq!(
+        lab.site_table("nested"),
+        lines(&[
+            "<sites unit=\"UNIT\" scheme=\"branches\">",
+            "LAB/nested.c\t3\tmain\t3\targc > 5",
+            "</sites>"
+        ])
+    );
+
+    let strict = lab
+        .command(sampler_cc())
+        .args(["-fsampler-strict", "-c", "nested.c"])
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert!(stderr.contains("sampler-cc: error: nested.c: cannot instrument: the C front end rejected function(s) outer"), "{stderr}");
+
+    // When gcc rejects the file, its own errors are what the user sees.
+    lab.write("broken.c", "int f(void) { return undeclared; }\n");
+    let broken = lab
+        .command(sampler_cc())
+        .args(["-fsampler-strict", "-c", "broken.c"])
+        .output()
+        .unwrap();
+    assert!(!broken.status.success());
+    let stderr = String::from_utf8_lossy(&broken.stderr);
+    assert!(
+        stderr.contains("error: 'undeclared' undeclared")
+            || stderr.contains("error: ‘undeclared’ undeclared"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sampler-cc"), "{stderr}");
+}
+
+#[test]
+fn unknown_flags_are_named() {
+    let lab = Lab::new();
+    let output = lab
+        .command(sampler_cc())
+        .args(["-fsampler-scheme=bogus", "-c", "x.c"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "sampler-cc: error: unknown scheme \"bogus\" in -fsampler-scheme= (known: branches, returns, function-entries)\n"
+    );
+}

@@ -1,0 +1,214 @@
+//! sampler-cc as users run it: real C built by gcc through sampler-cc (with
+//! make, static and shared libraries), run, and its reports joined with the
+//! embedded site tables by the offline tools.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+mod drop_in;
+mod project;
+mod schemes;
+
+/// Every scheme sampler-cc implements, strict as every test is.
+const ALL_SCHEMES: [&str; 4] = [
+    "-fsampler-strict",
+    "-fsampler-scheme=branches",
+    "-fsampler-scheme=returns",
+    "-fsampler-scheme=function-entries",
+];
+
+/// The tools the tests drive, built once: the packaged runtime and the
+/// offline tools (which live in other crates, so cargo does not build them
+/// for this crate's tests).
+struct Tools {
+    bin: PathBuf,
+    runtime: tempfile::TempDir,
+}
+
+fn tools() -> &'static Tools {
+    static TOOLS: OnceLock<Tools> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let bin = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let target_dir = bin.parent().unwrap();
+        let profile = match bin.file_name().and_then(|name| name.to_str()) {
+            Some("debug") | None => "dev",
+            Some(other) => other,
+        };
+        let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
+            .args(["build", "--quiet", "--profile", profile])
+            .args([
+                "-p",
+                "sampler-runtime",
+                "-p",
+                "sampler-extract",
+                "-p",
+                "sampler-resolve",
+            ])
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cannot run cargo");
+        assert!(status.success(), "building the runtime and tools failed");
+        let runtime = tempfile::tempdir().unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/package-runtime.sh");
+        let output = Command::new(script)
+            .arg(bin.join("libsampler_runtime.a"))
+            .arg(runtime.path())
+            .output()
+            .expect("cannot run scripts/package-runtime.sh");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        Tools { bin, runtime }
+    })
+}
+
+fn sampler_cc() -> &'static str {
+    env!("CARGO_BIN_EXE_sampler-cc")
+}
+
+/// A scratch folder where programs are built and run.
+struct Lab {
+    dir: tempfile::TempDir,
+}
+
+impl Lab {
+    fn new() -> Self {
+        tools();
+        Lab {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn root(&self) -> String {
+        self.dir.path().display().to_string()
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.path(name), text).unwrap();
+    }
+
+    /// A command run in the lab with the runtime's folder known.
+    fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(self.dir.path())
+            .env("SAMPLER_RUNTIME_DIR", tools().runtime.path())
+            .env_remove("SAMPLER_FILE")
+            .env_remove("SAMPLER_SPARSITY")
+            .env_remove("SAMPLER_REPORT_FD");
+        command
+    }
+
+    fn tool(&self, name: &str) -> Command {
+        self.command(tools().bin.join(name))
+    }
+
+    /// sampler-cc with `args`; panics with its stderr unless it succeeds.
+    fn cc(&self, args: &[&str]) -> Output {
+        let output = self.command(sampler_cc()).args(args).output().unwrap();
+        assert!(
+            output.status.success(),
+            "sampler-cc {} failed:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    /// Runs `program args` with its report written to `report`.
+    fn run(&self, program: &str, args: &[&str], report: &str, env: &[(&str, &str)]) -> String {
+        let output = self
+            .command(self.path(program))
+            .args(args)
+            .env("SAMPLER_FILE", self.path(report))
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{program} failed: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// `extract-report samples < report | resolve-samples binaries...`,
+    /// with unit signatures and the lab's path made stable.
+    fn resolve(&self, report: &str, binaries: &[&str]) -> String {
+        let samples = self
+            .tool("extract-report")
+            .arg("samples")
+            .stdin(std::fs::File::open(self.path(report)).unwrap())
+            .output()
+            .unwrap();
+        assert!(samples.status.success(), "extract-report: {samples:?}");
+        let mut resolve = self
+            .tool("resolve-samples")
+            .args(binaries)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(resolve.stdin.as_mut().unwrap(), &samples.stdout).unwrap();
+        let resolved = resolve.wait_with_output().unwrap();
+        assert!(resolved.status.success(), "resolve-samples: {resolved:?}");
+        self.stable(&String::from_utf8(resolved.stdout).unwrap())
+    }
+
+    /// `text` with 32-digit signatures as `UNIT` and the lab's path as `LAB`.
+    fn stable(&self, text: &str) -> String {
+        let text = text.replace(&self.root(), "LAB");
+        let mut out = String::with_capacity(text.len());
+        let mut run = String::new();
+        for ch in text.chars().chain(std::iter::once('\n')) {
+            if ch.is_ascii_hexdigit() && !ch.is_ascii_uppercase() {
+                run.push(ch);
+                continue;
+            }
+            out.push_str(if run.len() == 32 { "UNIT" } else { &run });
+            run.clear();
+            out.push(ch);
+        }
+        out.pop();
+        out
+    }
+
+    /// The `.debug_site_info` of `file`, made stable.
+    fn site_table(&self, file: &str) -> String {
+        let output = self
+            .tool("extract-section")
+            .args([".debug_site_info", file])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "extract-section: {output:?}");
+        self.stable(&String::from_utf8(output.stdout).unwrap())
+    }
+}
+
+/// `lines` as one text, each ending in a newline.
+fn lines(lines: &[&str]) -> String {
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+/// Diagnostics as (file, line, message), without the columns that
+/// insertions on a line move.
+fn diagnostics(stderr: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|line| line.contains(": warning: ") || line.contains(": error: "))
+        .map(|line| {
+            let mut parts = line.splitn(4, ':');
+            let file = parts.next().unwrap_or_default();
+            let line_number = parts.next().unwrap_or_default();
+            let _column = parts.next();
+            format!("{file}:{line_number}:{}", parts.next().unwrap_or_default())
+        })
+        .collect()
+}
