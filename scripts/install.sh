@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the toolchain in release mode and installs it under PREFIX:
+#   PREFIX/bin/                  sampler-cc, extract-section, extract-report,
+#                                resolve-samples, resolve-timestamps
+#   PREFIX/lib/sampler/          libsampler_runtime.so and .a (the runtime)
+#   PREFIX/libexec/sampler-cc/   cc1, the compiler stage gcc runs (a link
+#                                to sampler-cc)
+#   PREFIX/include/sampler.h     the runtime's C interface
+# sampler-cc finds the runtime and its stage from its own location.
+#
+# Usage: scripts/install.sh PREFIX
+set -euo pipefail
+
+prefix=${1:?usage: scripts/install.sh PREFIX}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release --locked --quiet --manifest-path "$root/Cargo.toml" \
+    -p sampler-cc -p sampler-runtime -p sampler-extract -p sampler-resolve
+release="${CARGO_TARGET_DIR:-$root/target}/release"
+
+mkdir -p "$prefix/bin" "$prefix/lib/sampler" "$prefix/libexec/sampler-cc" "$prefix/include"
+prefix=$(cd "$prefix" && pwd)
+for tool in sampler-cc extract-section extract-report resolve-samples resolve-timestamps; do
+    install -m 755 "$release/$tool" "$prefix/bin/$tool"
+done
+"$root/scripts/package-runtime.sh" "$release/libsampler_runtime.a" "$prefix/lib/sampler"
+ln -sfn "$prefix/bin/sampler-cc" "$prefix/libexec/sampler-cc/cc1"
+install -m 644 "$root/runtime/include/sampler.h" "$prefix/include/sampler.h"
+echo "installed in $prefix"
