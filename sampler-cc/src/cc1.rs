@@ -15,6 +15,7 @@ use std::process::{Command, ExitCode};
 use crate::frontend::libclang;
 use crate::instrument::instrument;
 use crate::options::{ENV_OPTIONS, Options};
+use crate::preprocessed::LineMap;
 
 /// The real cc1, found by the driver.
 pub const ENV_REAL_CC1: &str = "SAMPLER_CC_REAL_CC1";
@@ -141,19 +142,40 @@ fn instrument_file(
     args: &[String],
     options: &Options,
 ) -> Result<tempfile::TempPath, String> {
+    let started = std::time::Instant::now();
     let text =
         std::fs::read(input).map_err(|err| format!("cannot read {}: {err}", input.display()))?;
     let flags = libclang::type_affecting_flags(args);
     let unit = libclang::analyse(&text, &flags).map_err(|err| err.to_string())?;
+    let analysed = started.elapsed();
     let cwd = std::env::current_dir()
         .map_err(|err| format!("cannot read the working directory: {err}"))?;
     let instrumented = instrument(&text, &unit, options, &cwd);
+    if options.stats {
+        let counts: Vec<String> = instrumented
+            .site_counts
+            .iter()
+            .map(|(scheme, n)| format!("{} {n}", scheme.name()))
+            .collect();
+        eprintln!(
+            "sampler-cc: {}: {} functions, sites: {}; front end {:.3} s, instrumentation {:.3} s",
+            display_name(input),
+            unit.functions.len(),
+            counts.join(", "),
+            analysed.as_secs_f64(),
+            (started.elapsed() - analysed).as_secs_f64(),
+        );
+    }
     if !instrumented.functions_with_errors.is_empty() {
         let names = instrumented.functions_with_errors.join(", ");
         let first = unit
             .errors
-            .first()
-            .map(|(_, message)| message.as_str())
+            .iter()
+            .find(|(at, _)| unit.functions.iter().any(|f| (f.start..f.end).contains(at)))
+            .map(|(at, message)| match LineMap::new(&text).presumed(*at) {
+                Some(p) => format!("{}:{}: {message}", p.file, p.line),
+                None => message.clone(),
+            })
             .unwrap_or_default();
         let shown = display_name(input);
         if options.strict {

@@ -28,6 +28,8 @@ pub struct Options {
     pub filters: Vec<Filter>,
     /// Link the static runtime (`-fsampler-static-runtime`, implied by `-static`).
     pub static_runtime: bool,
+    /// Print per-file site counts and timings (`-fsampler-stats`).
+    pub stats: bool,
     /// The flags as given, to pass on to the `cc1` stage.
     pub given: Vec<String>,
 }
@@ -42,6 +44,7 @@ impl Default for Options {
             strict: false,
             filters: Vec::new(),
             static_runtime: false,
+            stats: false,
             given: Vec::new(),
         }
     }
@@ -79,7 +82,7 @@ pub enum OptionError {
 impl Options {
     /// Whether `arg` is one of sampler-cc's flags (which gcc must not see).
     pub fn is_sampler_flag(arg: &str) -> bool {
-        const EXACT: [&str; 8] = [
+        const EXACT: [&str; 9] = [
             "-fsample",
             "-fno-sample",
             "-frelative-paths",
@@ -88,6 +91,7 @@ impl Options {
             "-fno-threads",
             "-fsampler-strict",
             "-fsampler-static-runtime",
+            "-fsampler-stats",
         ];
         const PREFIXES: [&str; 7] = [
             "-fsampler-",
@@ -113,6 +117,7 @@ impl Options {
             "-fno-threads" => self.threads = false,
             "-fsampler-strict" => self.strict = true,
             "-fsampler-static-runtime" => self.static_runtime = true,
+            "-fsampler-stats" => self.stats = true,
             _ => return self.apply_valued(arg),
         }
         Ok(())

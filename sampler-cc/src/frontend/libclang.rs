@@ -104,6 +104,11 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
         "-Wno-error=int-conversion".into(),
         "-Wno-error=incompatible-function-pointer-types".into(),
     ];
+    // gcc accepts C23 `[[attributes]]` in every C mode (gnulib uses them);
+    // clang before 17 only when asked.
+    if libclang_major(&clang::get_version()).is_some_and(|major| major < 17) {
+        arguments.push("-fdouble-square-bracket-attributes".into());
+    }
     arguments.extend(
         flags
             .iter()
@@ -179,6 +184,12 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
         });
     }
     Ok(unit)
+}
+
+/// 14 from "Debian clang version 14.0.6".
+fn libclang_major(version: &str) -> Option<u32> {
+    let after = version.split("version ").nth(1)?;
+    after.split('.').next()?.trim().parse().ok()
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -587,6 +598,13 @@ mod tests {
                 " ".repeat(12)
             )
         );
+    }
+
+    #[test]
+    fn libclang_versions() {
+        assert_eq!(libclang_major("Debian clang version 14.0.6"), Some(14));
+        assert_eq!(libclang_major("clang version 19.1.7 (3~deb12u1)"), Some(19));
+        assert_eq!(libclang_major("unknown"), None);
     }
 
     #[test]
