@@ -228,7 +228,8 @@ fn stub_dir() -> Result<PathBuf, String> {
     if installed.join("cc1").exists() {
         return Ok(installed);
     }
-    let beside = exe_dir.join("sampler-cc.d");
+    // Not `sampler-cc.d`: cargo writes its dependency file under that name.
+    let beside = exe_dir.join("sampler-cc-stage");
     let mut last_error = String::new();
     let hash: u64 = exe
         .to_string_lossy()

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Build-time benchmark: compile the sqlite3 amalgamation (one 9 MB, 258k-line
+# C file) with plain gcc and with our compiler, and compare. Target for
+# sampler-cc: at most 1.5x plain `gcc -O2`.
+#
+# Usage:
+#   scripts/bench-build.sh [--cc PATH] [--runs N] [--extra "FLAGS"]
+#
+#   --cc PATH       compiler under test (default: sampler-cc)
+#   --runs N        timed runs of each command (default: 3)
+#   --extra FLAGS   flags added to the tested compile only, e.g.
+#                   "-fsampler-scheme=branches -fsampler-scheme=returns"
+#
+# Each round runs, one after the other,
+#   preprocess:  gcc -O2 -E sqlite3.c              (for reference)
+#   gcc:         gcc -O2 -c sqlite3.c -o gcc.o
+#   tool:        $cc -O2 $extra -c sqlite3.c -o tool.o
+# so that machine-load drifts hit both sides alike; it prints each run, the
+# median wall-clock time of each, and the ratio tool/gcc.
+#
+# The amalgamation (SQLite 3.46.0) comes from the crates.io crate
+# libsqlite3-sys 0.30.1, which bundles sqlite3/sqlite3.c; the .crate is
+# checked against its crates.io checksum and cached in
+# ${SAMPLER_CORPUS_CACHE:-~/.cache/sampler-corpus}. Scratch files go to a
+# temporary directory that is removed at exit.
+set -euo pipefail
+
+cc=sampler-cc
+runs=3
+extra=
+cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
+crate_version=0.30.1
+crate_sha256=2e99fb7a497b1e3339bc746195567ed8d3e24945ecd636e3619d20b9de9e9149
+crate_url=https://static.crates.io/crates/libsqlite3-sys/libsqlite3-sys-$crate_version.crate
+max_ratio=1.5
+
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
+die() { echo "bench-build.sh: $*" >&2; exit 2; }
+
+while (($#)); do
+    case $1 in
+        --cc) cc=${2:?--cc needs a value}; shift 2 ;;
+        --cc=*) cc=${1#*=}; shift ;;
+        --runs) runs=${2:?--runs needs a value}; shift 2 ;;
+        --runs=*) runs=${1#*=}; shift ;;
+        --extra) extra=${2?--extra needs a value}; shift 2 ;;
+        --extra=*) extra=${1#*=}; shift ;;
+        -h | --help) usage; exit 0 ;;
+        *) die "unknown argument $1 (see --help)" ;;
+    esac
+done
+[[ $runs =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer"
+command -v "$cc" >/dev/null || die "compiler not found: $cc (try --cc gcc)"
+command -v gcc >/dev/null || die "gcc not found"
+read -r -a extra_flags <<<"$extra"
+
+# --- the amalgamation -------------------------------------------------------
+crate=$cache/libsqlite3-sys-$crate_version.crate
+mkdir -p "$cache"
+if [[ ! -f $crate ]]; then
+    echo "==> downloading $crate_url"
+    curl -fsSL --retry 3 -o "$crate.part" "$crate_url"
+    mv "$crate.part" "$crate"
+fi
+echo "$crate_sha256  $crate" | sha256sum --check --quiet ||
+    die "$crate: checksum mismatch; delete it and rerun"
+
+tmp=$(mktemp -d /tmp/bench-build.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+tar -xzf "$crate" -C "$tmp" --strip-components=2 \
+    "libsqlite3-sys-$crate_version/sqlite3/sqlite3.c"
+src=$tmp/sqlite3.c
+version=$(sed -n 's/^#define SQLITE_VERSION  *"\(.*\)"/\1/p' "$src" | head -n 1)
+
+# --- timing -----------------------------------------------------------------
+now_us() { local t=${EPOCHREALTIME//[.,]/}; echo "$((10#$t))"; }
+secs() { printf '%d.%03d' "$(($1 / 1000000))" "$(($1 % 1000000 / 1000))"; }
+
+# time_us NAME CMD...: runs CMD in $tmp (output to $tmp/NAME.log), appends the
+# wall-clock microseconds to the array named NAME; fails if CMD fails.
+time_us() {
+    local -n samples=$1
+    local name=$1 t0 t1
+    shift
+    t0=$(now_us)
+    if ! (cd "$tmp" && "$@") >"$tmp/$name.log" 2>&1; then
+        echo "bench-build.sh: failed: $*" >&2
+        cat "$tmp/$name.log" >&2
+        exit 1
+    fi
+    t1=$(now_us)
+    samples+=("$((t1 - t0))")
+}
+
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
+    print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+echo "==> sqlite3.c $version ($(wc -l <"$src") lines), $runs runs each, $(nproc) cores"
+echo "    gcc:  $(command -v gcc) -O2 -c sqlite3.c"
+echo "    tool: $(command -v "$cc") -O2 ${extra:+$extra }-c sqlite3.c"
+preprocess=() plain=() tool=()
+for ((i = 1; i <= runs; i++)); do
+    time_us preprocess gcc -O2 -E sqlite3.c -o /dev/null
+    time_us plain gcc -O2 -c sqlite3.c -o gcc.o
+    time_us tool "$cc" -O2 "${extra_flags[@]}" -c sqlite3.c -o tool.o
+    printf '    run %d: preprocess %s s, gcc %s s, tool %s s\n' "$i" \
+        "$(secs "${preprocess[-1]}")" "$(secs "${plain[-1]}")" "$(secs "${tool[-1]}")"
+done
+if [[ -s $tmp/tool.log ]]; then
+    echo "    (the tool printed $(wc -l <"$tmp/tool.log") lines on its last run; $(grep -c 'warning:' "$tmp/tool.log" || true) warnings)"
+fi
+
+m_pre=$(median "${preprocess[@]}")
+m_gcc=$(median "${plain[@]}")
+m_tool=$(median "${tool[@]}")
+ratio=$(awk -v a="$m_tool" -v b="$m_gcc" 'BEGIN { printf "%.2f", a / b }')
+verdict=$(awk -v r="$ratio" -v m="$max_ratio" 'BEGIN { print (r <= m) ? "within" : "OVER" }')
+echo "==> medians: preprocess $(secs "$m_pre") s, gcc -O2 $(secs "$m_gcc") s, tool $(secs "$m_tool") s"
+echo "==> ratio tool/gcc: ${ratio}x ($verdict the ${max_ratio}x target)"

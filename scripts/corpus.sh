@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# Real-project corpus: build real C projects with a given compiler (normally
+# sampler-cc) and run their own test suites. Not part of `cargo test`.
+#
+# Usage:
+#   scripts/corpus.sh [--cc PATH] [--cflags "FLAGS"] [--work DIR] [--jobs N]
+#                     [--sites-check] [PROJECT...]
+#
+#   PROJECT        zlib, gzip (default: both, in that order)
+#   --cc PATH      compiler to build with (default: gcc), e.g. sampler-cc
+#   --cflags FLAGS CFLAGS given to configure, so that every compile and link
+#                  sees them (default: "-g -O2"), e.g.
+#                  "-g -O2 -fsampler-strict -fsampler-scheme=branches"
+#   --work DIR     where to unpack and build (default: a new /tmp/sampler-corpus.*);
+#                  DIR/PROJECT is wiped and recreated on every run
+#   --jobs N       make -jN (default: 2)
+#   --sites-check  after the tests, run extract-section on every object (*.o,
+#                  and ELF *.lo) of the build tree; count objects without a
+#                  .debug_site_info section and the site lines in the others
+#
+# Environment:
+#   SAMPLER_CORPUS_CACHE     downloaded source tarballs
+#                            (default: ~/.cache/sampler-corpus); reruns reuse them
+#   SAMPLER_EXTRACT_SECTION  extract-section binary for --sites-check (default:
+#                            extract-section on PATH, else target/release/ of
+#                            this repository)
+#
+# Sources are the pristine upstream tarballs (`*.orig.tar.*`) of Debian 12
+# (bookworm): zlib 1.2.13, gzip 1.12, fetched with
+# `apt-get source --download-only`. That needs a deb-src entry; when run as
+# root the script adds one mirroring /etc/apt/sources.list.d/debian.sources.
+#
+# Per project it writes configure.log, configure-results.txt (what configure
+# decided: diff it against a plain-gcc run), build.log, warnings.txt,
+# test.log (and sites.txt, sites.err) into WORK/PROJECT and prints one summary line, e.g.
+#   zlib: build 4.1 s (configure 0.6 s), 0 warnings, tests (0.0 s): zlib test OK
+#         (static, shared, 64-bit), logs: /tmp/sampler-corpus.XXXXXX/zlib
+# ("build" is configure + make; warnings are the build.log lines matching
+# "warning:", listed in warnings.txt). Exit status: 0 when every configure,
+# build and test suite (and the sites check, if asked) succeeded, 1
+# otherwise, 2 on usage or setup errors.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cc=gcc
+cflags="-g -O2"
+work=
+jobs=2
+sites_check=false
+cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
+all_projects=(zlib gzip)
+projects=()
+
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
+die() { echo "corpus.sh: $*" >&2; exit 2; }
+
+while (($#)); do
+    case $1 in
+        --cc) cc=${2:?--cc needs a value}; shift 2 ;;
+        --cc=*) cc=${1#*=}; shift ;;
+        --cflags) cflags=${2?--cflags needs a value}; shift 2 ;;
+        --cflags=*) cflags=${1#*=}; shift ;;
+        --work) work=${2:?--work needs a value}; shift 2 ;;
+        --work=*) work=${1#*=}; shift ;;
+        --jobs | -j) jobs=${2:?--jobs needs a value}; shift 2 ;;
+        --jobs=*) jobs=${1#*=}; shift ;;
+        --sites-check) sites_check=true; shift ;;
+        -h | --help) usage; exit 0 ;;
+        -*) die "unknown option $1 (see --help)" ;;
+        zlib | gzip) projects+=("$1"); shift ;;
+        *) die "unknown project $1 (known: ${all_projects[*]})" ;;
+    esac
+done
+((${#projects[@]})) || projects=("${all_projects[@]}")
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer"
+
+command -v "$cc" >/dev/null || die "compiler not found: $cc"
+cc=$(command -v "$cc")   # absolute, since the builds run in other directories
+
+if $sites_check; then
+    extract=${SAMPLER_EXTRACT_SECTION:-}
+    if [[ -z $extract ]]; then
+        extract=$(command -v extract-section || true)
+        : "${extract:=$root/target/release/extract-section}"
+    fi
+    command -v "$extract" >/dev/null ||
+        die "extract-section not found ($extract); build it with" \
+            "'cargo build --release -p sampler-extract' or set SAMPLER_EXTRACT_SECTION"
+fi
+
+if [[ -z $work ]]; then
+    work=$(mktemp -d /tmp/sampler-corpus.XXXXXX)
+fi
+mkdir -p "$work" "$cache"
+work=$(cd "$work" && pwd)
+
+# --- timing: microseconds since the epoch, from bash's EPOCHREALTIME --------
+now_us() { local t=${EPOCHREALTIME//[.,]/}; echo "$((10#$t))"; }
+secs() { local us=$1; printf '%d.%d' "$((us / 1000000))" "$((us % 1000000 / 100000))"; }
+
+# --- sources --------------------------------------------------------------
+
+# Makes `apt-get source` work: adds a deb-src twin of debian.sources if no
+# deb-src entry exists (root only), then refreshes the package lists.
+ensure_deb_src() {
+    local pkg=$1 list=/etc/apt/sources.list.d/debian.sources
+    local src=/etc/apt/sources.list.d/sampler-corpus-deb-src.sources
+    if [[ -n $(apt-cache showsrc --only-source "$pkg" 2>/dev/null) ]]; then
+        return 0
+    fi
+    if ((EUID != 0)); then
+        cat >&2 <<EOF
+corpus.sh: apt has no source package '$pkg'. As root, add a deb-src entry:
+  sed 's/^Types: deb\$/Types: deb-src/' $list > $src
+  apt-get update
+or put the orig tarball of '$pkg' into $cache yourself.
+EOF
+        exit 2
+    fi
+    if ! grep -rqsE --include='*.list' --include='*.sources' '^(Types:.*deb-src|deb-src )' \
+        /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        [[ -r $list ]] || die "no $list to mirror; add a deb-src entry by hand"
+        echo "==> adding deb-src entry $src (mirrors $list)"
+        sed 's/^Types: deb$/Types: deb-src/' "$list" >"$src"
+    fi
+    echo "==> apt-get update"
+    apt-get update -qq
+    [[ -n $(apt-cache showsrc --only-source "$pkg" 2>/dev/null) ]] ||
+        die "apt still has no source package '$pkg' after adding deb-src"
+}
+
+# Prints the path of the cached upstream tarball of source package $1,
+# downloading it first if needed.
+fetch_orig() {
+    local pkg=$1 tarball tmp
+    tarball=$(find "$cache" -maxdepth 1 -name "${pkg}_*.orig.tar.*" ! -name '*.asc' | sort -V | tail -n 1)
+    if [[ -z $tarball ]]; then
+        ensure_deb_src "$pkg" >&2
+        tmp=$(mktemp -d "$cache/.download.XXXXXX")
+        echo "==> apt-get source --download-only $pkg (into $cache)" >&2
+        # apt warns that it downloads unsandboxed as root: harmless.
+        (cd "$tmp" && apt-get source --download-only -qq "$pkg") >&2
+        mv "$tmp"/* "$cache"/
+        rmdir "$tmp"
+        tarball=$(find "$cache" -maxdepth 1 -name "${pkg}_*.orig.tar.*" ! -name '*.asc' | sort -V | tail -n 1)
+        [[ -n $tarball ]] || die "no ${pkg}_*.orig.tar.* after apt-get source"
+    fi
+    echo "$tarball"
+}
+
+# Unpacks the upstream tarball of $1 into a fresh $work/$1/src.
+unpack() {
+    local project=$1 dir=$work/$1 tarball top
+    if [[ -e $dir && ! -e $dir/.sampler-corpus ]]; then
+        die "$dir exists and was not made by corpus.sh; not wiping it"
+    fi
+    tarball=$(fetch_orig "$project")
+    rm -rf "$dir"
+    mkdir -p "$dir/unpack"
+    touch "$dir/.sampler-corpus"
+    tar -xf "$tarball" -C "$dir/unpack"
+    top=$(find "$dir/unpack" -mindepth 1 -maxdepth 1)
+    [[ $(wc -l <<<"$top") -eq 1 && -d $top ]] || die "$tarball: expected one top directory"
+    mv "$top" "$dir/src"
+    rmdir "$dir/unpack"
+    echo "==> $project: $(basename "$tarball") unpacked into $dir/src"
+}
+
+# --- build and test -------------------------------------------------------
+
+# Runs "$@" in $dir/src, output to log $1 (a file name in $dir); returns its status.
+run_logged() {
+    local log=$dir/$1; shift
+    echo "\$ ${*@Q}" >"$log"
+    (cd "$dir/src" && "$@") >>"$log" 2>&1
+}
+
+# Configures and builds $project in $dir/src; sets configure_us, build_us
+# (configure included), warnings, and build_state when it fails.
+configure_and_build() {
+    local t0 status=0
+    t0=$(now_us)
+    case $project in
+        zlib) run_logged configure.log env CC="$cc" CFLAGS="$cflags" ./configure || status=$? ;;
+        gzip) run_logged configure.log ./configure CC="$cc" CFLAGS="$cflags" || status=$? ;;
+    esac
+    if ((status != 0)); then
+        configure_us=$(($(now_us) - t0))
+        build_state="configure FAILED (status $status) after $(secs "$configure_us") s"
+        return 1
+    fi
+    configure_us=$(($(now_us) - t0))
+    configure_results
+    # V=1: full compile commands in the log (gzip uses automake silent rules).
+    run_logged build.log make -j"$jobs" V=1 || status=$?
+    build_us=$(($(now_us) - t0))
+    grep 'warning:' "$dir/build.log" >"$dir/warnings.txt" || true
+    warnings=$(wc -l <"$dir/warnings.txt")
+    if ((status != 0)); then
+        build_state="build FAILED (status $status) after $(secs "$build_us") s"
+        return 1
+    fi
+    build_state="build $(secs "$build_us") s (configure $(secs "$configure_us") s)"
+}
+
+# Writes what configure decided to $dir/configure-results.txt, to diff against
+# a plain-gcc run: a compiler that prints anything on stderr, or exits 0 on
+# errors, silently changes these (zlib's configure takes any compiler output
+# as "feature missing").
+configure_results() {
+    local out=$dir/configure-results.txt
+    case $project in
+        zlib) { grep -E '^(CC|CFLAGS|SFLAGS|LDSHARED|LDFLAGS)=' "$dir/src/Makefile"
+                grep -E '\.\.\. ' "$dir/configure.log"; } >"$out" || true ;;
+        gzip) grep -E '^#define ' "$dir/src/lib/config.h" >"$out" || true ;;
+    esac
+}
+
+# Runs the test suite of $project; sets test_us, test_result; fails if it did.
+run_tests() {
+    local t0 status=0 ok=() logs=() joined pass fail other
+    t0=$(now_us)
+    case $project in
+        zlib)
+            run_logged test.log make test || status=$?
+            grep -q 'zlib test OK' "$dir/test.log" && ok+=(static)
+            grep -q 'zlib shared test OK' "$dir/test.log" && ok+=(shared)
+            grep -q 'zlib 64-bit test OK' "$dir/test.log" && ok+=(64-bit)
+            # Static and shared are required; 64-bit exists only where off64_t does.
+            if ((status == 0)) && [[ " ${ok[*]} " == *" static "* && " ${ok[*]} " == *" shared "* ]]; then
+                joined=$(printf '%s, ' "${ok[@]}")
+                test_result="zlib test OK (${joined%, })"
+            else
+                test_result="FAILED (status $status; OK: ${ok[*]:-none})"
+                status=1
+            fi
+            ;;
+        gzip)
+            run_logged test.log make -j"$jobs" check || status=$?
+            # Sum the automake summaries ("# PASS:  26") of every test-suite.log.
+            mapfile -t logs < <(find "$dir/src" -name test-suite.log)
+            if ((${#logs[@]} == 0)); then
+                test_result="FAILED (status $status, no test-suite.log)"
+                status=1
+            else
+                read -r pass fail other < <(awk '
+                    /^# (PASS|XFAIL|SKIP):/ { if ($2 == "PASS:") p += $3; else o[$2] += $3 }
+                    /^# (FAIL|XPASS|ERROR):/ { f += $3 }
+                    END { printf "%d %d %s\n", p, f,
+                          sprintf("%d SKIP, %d XFAIL", o["SKIP:"], o["XFAIL:"]) }' "${logs[@]}")
+                test_result="$pass PASS, $fail FAIL ($other)"
+                if ((fail > 0)); then
+                    test_result+="; failed: $(grep -hE '^(FAIL|ERROR|XPASS): ' "${logs[@]}" | tr '\n' ' ')"
+                fi
+                ((status == 0 && fail == 0)) || { test_result="FAILED: $test_result"; status=1; }
+            fi
+            ;;
+    esac
+    test_us=$(($(now_us) - t0))
+    return "$status"
+}
+
+# NUL-separated list of the object files of the build tree: every *.o, and
+# every *.lo that is an ELF object (zlib's PIC objects for libz.so; libtool's
+# .lo files are text and are skipped).
+build_objects() {
+    local f
+    find "$dir/src" -type f \( -name '*.o' -o -name '*.lo' \) -print0 | sort -z |
+        while IFS= read -r -d '' f; do
+            if [[ $f == *.o || $(head -c 4 "$f" | od -An -c | tr -d ' ') == 177ELF ]]; then
+                printf '%s\0' "$f"
+            fi
+        done
+}
+
+# Extracts .debug_site_info from every object of the build tree; sets sites_result.
+sites_check() {
+    local obj rc n_obj=0 n_missing=0 n_broken=0 n_sites=0 out=$dir/sites.txt
+    : >"$out"
+    : >"$dir/sites.err"
+    while IFS= read -r -d '' obj; do
+        n_obj=$((n_obj + 1))
+        rc=0
+        "$extract" --require .debug_site_info "$obj" >"$dir/sites.tmp" 2>>"$dir/sites.err" || rc=$?
+        case $rc in
+            0) cat "$dir/sites.tmp" >>"$out" ;;
+            1) n_missing=$((n_missing + 1)); echo "missing: ${obj#"$dir/src/"}" >>"$dir/sites.err" ;;
+            *) n_broken=$((n_broken + 1)) ;;
+        esac
+    done < <(build_objects)
+    rm -f "$dir/sites.tmp"
+    n_sites=$(grep -cvE '^[[:space:]]*(<sites[[:space:]>]|</sites>|$)' "$out" || true)
+    sites_result="sites: $n_obj objects, $n_missing without .debug_site_info, $n_sites site lines"
+    if ((n_broken > 0)); then
+        sites_result+=", $n_broken UNREADABLE (see $dir/sites.err)"
+        return 1
+    fi
+}
+
+summaries=()
+failed=0
+for project in "${projects[@]}"; do
+    dir=$work/$project
+    configure_us=0 build_us=0 test_us=0 warnings=0 build_state='' test_result='' sites_result=''
+    unpack "$project"
+    echo "==> $project: configure and build with CC=$cc CFLAGS=\"$cflags\""
+    if configure_and_build; then
+        echo "==> $project: test suite"
+        run_tests || failed=1
+        if $sites_check; then
+            echo "==> $project: sites check"
+            sites_check || failed=1
+        fi
+        line="$project: $build_state, $warnings warnings, tests ($(secs "$test_us") s): $test_result"
+    else
+        failed=1
+        line="$project: $build_state, $warnings warnings, tests not run"
+    fi
+    [[ -n $sites_result ]] && line+=", $sites_result"
+    line+=", logs: $dir"
+    echo "$line"
+    summaries+=("$line")
+done
+
+echo
+echo "==> summary (CC=$cc CFLAGS=\"$cflags\")"
+printf '%s\n' "${summaries[@]}"
+exit "$failed"
