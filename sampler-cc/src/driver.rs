@@ -106,7 +106,8 @@ pub fn parse_command(args: &[String]) -> Result<GccCommand, crate::options::Opti
         }
     }
     if pthread && !explicit_threads {
-        command.options.threads = true;
+        // Applied as a flag so that the cc1 stage sees it too.
+        command.options.apply("-fthreads")?;
     }
     if command.static_link {
         command.options.static_runtime = true;
