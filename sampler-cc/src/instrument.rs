@@ -83,10 +83,10 @@ pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> In
             .errors
             .iter()
             .any(|(at, _)| (function.start..function.end).contains(at));
-        let system = context
-            .map
-            .presumed(function.start)
-            .is_none_or(|p| p.system);
+        // Judged at the body: the return type may come from a system
+        // header's macro (`bool`), which gcc marks as system text.
+        let body_start = function.node(function.body).start;
+        let system = context.map.presumed(body_start).is_none_or(|p| p.system);
         if system || function.gnu_extern_inline || function.no_instrument {
             continue;
         }
@@ -144,7 +144,7 @@ fn apply_insertions(output: &mut Vec<u8>, text: &[u8], from: usize, insertions: 
         events.push((insertion.start, 2, -end, rank, insertion.open));
         events.push((insertion.end, 0, -start, -rank, insertion.close));
     }
-    events.sort_by(|a, b| (a.0, a.1, a.2, a.3).cmp(&(b.0, b.1, b.2, b.3)));
+    events.sort_by_key(|a| (a.0, a.1, a.2, a.3));
     let mut copied = from;
     for (offset, _, _, _, snippet) in events {
         let offset = offset.max(from);

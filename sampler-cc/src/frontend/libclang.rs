@@ -528,10 +528,11 @@ impl Builder<'_> {
                     .get_location()
                     .map(|l| (l.get_file_location().offset as usize).saturating_sub(self.shift))
                     .unwrap_or(node.start);
-                if let Some(Some((start, _))) = extents.last() {
-                    if *start > name_end && contains(&self.text[name_end..*start], b"=") {
-                        roles[last] = plain;
-                    }
+                if let Some(Some((start, _))) = extents.last()
+                    && *start > name_end
+                    && contains(&self.text[name_end..*start], b"=")
+                {
+                    roles[last] = plain;
                 }
             }
             _ => {}

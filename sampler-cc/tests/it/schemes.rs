@@ -107,11 +107,12 @@ int main(int argc, char **argv)
 #[test]
 fn functions_the_user_did_not_write_or_asked_to_skip_have_no_sites() {
     let source = r#"#include <ctype.h>
+#include <stdbool.h>
 #include "sys.h"
 extern inline __attribute__((gnu_inline)) int twice(int x) { return x > 0 ? 2 * x : 0; }
 int twice(int x);
 __attribute__((no_instrument_function)) static int quiet(int x) { return x > 1 ? 1 : 0; }
-static int loud(int x) { return x > 1 ? 1 : 0; }
+static bool loud(int x) { return x > 1 ? true : false; }
 int main(int argc, char **argv)
 {
     (void)argv;
@@ -141,12 +142,12 @@ int twice(int x) { return x; }
         lab.site_table("prog"),
         lines(&[
             "<sites unit=\"UNIT\" scheme=\"branches\">",
-            "LAB/prog.c\t6\tloud\t1\tx > 1",
+            "LAB/prog.c\t7\tloud\t1\tx > 1",
             "</sites>",
             "<sites unit=\"UNIT\" scheme=\"function-entries\">",
-            "LAB/prog.c\t6\tloud\t0",
-            "LAB/prog.c\t7\tmain\t0",
-            "LAB/prog.c\t12\ttwice\t0",
+            "LAB/prog.c\t7\tloud\t0",
+            "LAB/prog.c\t8\tmain\t0",
+            "LAB/prog.c\t13\ttwice\t0",
             "</sites>",
         ])
     );
