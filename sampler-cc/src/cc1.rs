@@ -15,7 +15,7 @@ use std::process::{Command, ExitCode};
 use crate::frontend::libclang;
 use crate::instrument::instrument;
 use crate::options::{ENV_OPTIONS, Options};
-use crate::preprocessed::LineMap;
+use crate::preprocessed::main_file;
 
 /// The real cc1, found by the driver.
 pub const ENV_REAL_CC1: &str = "SAMPLER_CC_REAL_CC1";
@@ -123,17 +123,19 @@ fn input_index(args: &[String]) -> Option<usize> {
     found.filter(|&index| args[index] != "-")
 }
 
-/// The name the user knows the file by: the first marker of the `.i`.
+/// The name the user knows the file by: the first marker of the `.i`,
+/// read from its first line only.
 fn display_name(input: &Path) -> String {
-    std::fs::read(input)
-        .ok()
-        .and_then(|text| {
-            let first = text.split(|&b| b == b'\n').next()?.to_vec();
-            let first = String::from_utf8_lossy(&first).into_owned();
-            let start = first.find('"')? + 1;
-            let end = first[start..].find('"')? + start;
-            Some(first[start..end].to_owned())
-        })
+    let mut first_line = Vec::new();
+    let read = std::fs::File::open(input).and_then(|file| {
+        std::io::BufRead::read_until(
+            &mut std::io::BufReader::new(std::io::Read::take(file, 64 << 10)),
+            b'\n',
+            &mut first_line,
+        )
+    });
+    read.ok()
+        .and_then(|_| main_file(&first_line))
         .unwrap_or_else(|| input.display().to_string())
 }
 
@@ -159,7 +161,7 @@ fn instrument_file(
             .collect();
         eprintln!(
             "sampler-cc: {}: {} functions, sites: {}; front end {:.3} s, instrumentation {:.3} s",
-            display_name(input),
+            main_file(&text).unwrap_or_else(|| input.display().to_string()),
             unit.functions.len(),
             counts.join(", "),
             analysed.as_secs_f64(),
@@ -168,23 +170,15 @@ fn instrument_file(
     }
     if !instrumented.functions_with_errors.is_empty() {
         let names = instrumented.functions_with_errors.join(", ");
-        let first = unit
-            .errors
-            .iter()
-            .find(|(at, _)| unit.functions.iter().any(|f| (f.start..f.end).contains(at)))
-            .map(|(at, message)| match LineMap::new(&text).presumed(*at) {
-                Some(p) => format!("{}:{}: {message}", p.file, p.line),
-                None => message.clone(),
-            })
-            .unwrap_or_default();
-        let shown = display_name(input);
+        let first = instrumented.first_error.as_deref().unwrap_or_default();
         if options.strict {
             return Err(format!(
                 "the C front end rejected function(s) {names} ({first})"
             ));
         }
         eprintln!(
-            "sampler-cc: warning: {shown}: not instrumented in {names}: the C front end rejected them ({first})"
+            "sampler-cc: warning: {}: not instrumented in {names}: the C front end rejected them ({first})",
+            main_file(&text).unwrap_or_else(|| input.display().to_string())
         );
     }
     let mut file = tempfile::Builder::new()

@@ -66,7 +66,6 @@ pub struct GccCommand {
     pub no_compile: bool,
     /// Stops before linking (`-c`, `-S`).
     pub no_link: bool,
-    pub shared: bool,
     pub static_link: bool,
 }
 
@@ -95,7 +94,6 @@ pub fn parse_command(args: &[String]) -> Result<GccCommand, crate::options::Opti
         match arg.as_str() {
             "-E" | "-M" | "-MM" | "-fsyntax-only" => command.no_compile = true,
             "-c" | "-S" => command.no_link = true,
-            "-shared" => command.shared = true,
             "-static" => command.static_link = true,
             "-pthread" | "-pthreads" => pthread = true,
             "-" => command.has_inputs = true,

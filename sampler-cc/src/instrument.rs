@@ -24,11 +24,12 @@ const UNOBSERVED_CALLEE_PREFIXES: [&str; 3] = ["__builtin_", "__atomic_", "__syn
 #[derive(Debug)]
 pub struct Instrumented {
     pub text: Vec<u8>,
-    pub signature: String,
     /// Sites per scheme, in the order of the unit's tables.
     pub site_counts: Vec<(Scheme, usize)>,
     /// Functions left alone because the front end reported errors in them.
     pub functions_with_errors: Vec<String>,
+    /// The first of those errors, as `file:line: message`.
+    pub first_error: Option<String>,
 }
 
 /// One line of a site table, before formatting.
@@ -77,12 +78,13 @@ pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> In
     let mut tables: Vec<(Scheme, Vec<Site>)> = schemes.iter().map(|&s| (s, Vec::new())).collect();
     let mut insertions = Vec::new();
     let mut functions_with_errors = Vec::new();
+    let mut first_error = None;
 
     for function in &unit.functions {
-        let has_error = unit
+        let error = unit
             .errors
             .iter()
-            .any(|(at, _)| (function.start..function.end).contains(at));
+            .find(|(at, _)| (function.start..function.end).contains(at));
         // Judged at the body: the return type may come from a system
         // header's macro (`bool`), which gcc marks as system text.
         let body_start = function.node(function.body).start;
@@ -90,8 +92,12 @@ pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> In
         if system || function.gnu_extern_inline || function.no_instrument {
             continue;
         }
-        if has_error {
+        if let Some((at, message)) = error {
             functions_with_errors.push(function.name.clone());
+            first_error.get_or_insert_with(|| match context.map.presumed(*at) {
+                Some(p) => format!("{}:{}: {message}", p.file, p.line),
+                None => message.clone(),
+            });
             continue;
         }
         let numbers = function.statement_numbers();
@@ -121,8 +127,8 @@ pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> In
             .iter()
             .map(|(scheme, sites)| (*scheme, sites.len()))
             .collect(),
-        signature,
         functions_with_errors,
+        first_error,
     }
 }
 

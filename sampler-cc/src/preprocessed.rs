@@ -102,6 +102,12 @@ impl LineMap {
     }
 }
 
+/// The main file of a `.i`: the name in its first line's marker.
+pub fn main_file(text: &[u8]) -> Option<String> {
+    let first_line = text.split(|&byte| byte == b'\n').next()?;
+    parse_marker(first_line).map(|(_, file, _)| file.into_owned())
+}
+
 /// `# 12 "dir/file.c" 1 3` → (12, "dir/file.c", [1, 3]). Also `#line`.
 fn parse_marker(line: &[u8]) -> Option<(u32, Cow<'_, str>, Vec<u8>)> {
     let rest = line.strip_prefix(b"#")?;
@@ -343,6 +349,8 @@ mod tests {
         );
         assert_eq!(map.presumed(3), None);
         assert_eq!(map.after_first_line(text.len()), 13);
+        assert_eq!(main_file(text).as_deref(), Some("main.c"));
+        assert_eq!(main_file(b"int x;\n"), None);
     }
 
     #[test]

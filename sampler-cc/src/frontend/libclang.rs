@@ -74,15 +74,17 @@ pub enum FrontendError {
 /// Parses `text` (a gcc `.i`) and builds its model. Runs on a thread with a
 /// large stack: clang's parser recurses on deeply nested code.
 pub fn analyse(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
-    let text = text.to_vec();
-    let flags = flags.to_vec();
-    std::thread::Builder::new()
-        .name("libclang".into())
-        .stack_size(512 << 20)
-        .spawn(move || analyse_here(&text, &flags))
-        .map_err(|err| FrontendError::Parse(format!("cannot start the analysis thread: {err}")))?
-        .join()
-        .unwrap_or_else(|_| Err(FrontendError::Parse("the analysis thread panicked".into())))
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("libclang".into())
+            .stack_size(512 << 20)
+            .spawn_scoped(scope, || analyse_here(text, flags))
+            .map_err(|err| {
+                FrontendError::Parse(format!("cannot start the analysis thread: {err}"))
+            })?
+            .join()
+            .unwrap_or_else(|_| Err(FrontendError::Parse("the analysis thread panicked".into())))
+    })
 }
 
 fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
