@@ -250,3 +250,149 @@ fn unknown_flags_are_named() {
         "sampler-cc: error: unknown scheme \"bogus\" in -fsampler-scheme= (known: branches, returns, function-entries)\n"
     );
 }
+
+/// Without libclang the file is compiled as is, and the warning says what
+/// to install.
+#[test]
+fn missing_libclang_is_named() {
+    let lab = Lab::new();
+    lab.write("hello.c", HELLO);
+    std::fs::create_dir(lab.path("no-libclang")).unwrap();
+    let output = lab
+        .command(sampler_cc())
+        .env("LIBCLANG_PATH", lab.path("no-libclang"))
+        .args(["-c", "hello.c", "-o", "hello.o"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "sampler-cc: warning: hello.c: compiled without instrumentation: cannot load libclang ("
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("apt-get install libclang1-14"), "{stderr}");
+    assert!(
+        lab.tool("extract-section")
+            .args([".debug_site_info", "hello.o"])
+            .output()
+            .unwrap()
+            .stdout
+            .is_empty()
+    );
+}
+
+/// The real compiler is the one `SAMPLER_REAL_CC` names, arguments included.
+#[test]
+fn real_compiler_can_be_chosen() {
+    let lab = Lab::new();
+    lab.write("hello.c", HELLO);
+    lab.write(
+        "logging-gcc",
+        "#!/bin/sh\necho \"$@\" >> \"$(dirname \"$0\")/calls\"\nexec gcc \"$@\"\n",
+    );
+    let script = lab.path("logging-gcc");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let output = lab
+        .command(sampler_cc())
+        .env(
+            "SAMPLER_REAL_CC",
+            format!("{} -DFROM_REAL_CC", script.display()),
+        )
+        .args(["-fsampler-strict", "-c", "hello.c", "-o", "hello.o"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let calls = std::fs::read_to_string(lab.path("calls")).unwrap();
+    // Once to find cc1, once to compile.
+    assert_eq!(calls.lines().count(), 2, "{calls}");
+    assert!(
+        calls
+            .lines()
+            .all(|call| call.starts_with("-DFROM_REAL_CC ")),
+        "{calls}"
+    );
+    assert!(
+        calls.contains("-no-integrated-cpp -c hello.c -o hello.o"),
+        "{calls}"
+    );
+}
+
+/// gnulib writes C23 attributes, which gcc takes in every C mode.
+#[test]
+fn c23_attributes_are_understood() {
+    let lab = Lab::new();
+    lab.write(
+        "attr.c",
+        "int f([[maybe_unused]] int x, int y) { if (y > 2) return 1; return 0; }\n",
+    );
+    lab.cc(&[
+        "-fsampler-strict",
+        "-fsampler-scheme=branches",
+        "-c",
+        "attr.c",
+    ]);
+    assert_eq!(
+        lab.site_table("attr.o"),
+        lines(&[
+            "<sites unit=\"UNIT\" scheme=\"branches\">",
+            "LAB/attr.c\t1\tf\t1\ty > 2",
+            "</sites>"
+        ])
+    );
+}
+
+#[test]
+fn stats_and_the_static_runtime() {
+    let lab = Lab::new();
+    lab.write("hello.c", HELLO);
+    lab.write("main.c", MAIN);
+    let output = lab.cc(&[
+        "-fsampler-strict",
+        "-fsampler-stats",
+        "-fsampler-static-runtime",
+        "-fsampler-scheme=returns",
+        "-fsampler-scheme=function-entries",
+        "hello.c",
+        "main.c",
+        "-o",
+        "static-runtime",
+    ]);
+    let stats: Vec<String> = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .map(|line| line.split("; front end ").next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        stats,
+        [
+            "sampler-cc: hello.c: 1 functions, sites: returns 0, function-entries 1",
+            "sampler-cc: main.c: 1 functions, sites: returns 2, function-entries 1",
+        ]
+    );
+    let dynamic = lab
+        .command("readelf")
+        .args(["-d", "static-runtime"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&dynamic.stdout).contains("libsampler_runtime"));
+    assert_eq!(
+        lab.run(
+            "static-runtime",
+            &[],
+            "report",
+            &[("SAMPLER_SPARSITY", "1")]
+        ),
+        "42\n"
+    );
+    let resolved = lab.resolve("report", &["static-runtime"]);
+    assert!(
+        resolved.contains("\tfunction-entries\tLAB/hello.c\t4\ttwice\t0\t1\n"),
+        "{resolved}"
+    );
+    assert!(
+        resolved.contains("\treturns\tLAB/main.c\t3\tmain\t1\ttwice\t0\t0\t1\n"),
+        "{resolved}"
+    );
+}
