@@ -11,7 +11,8 @@
  *   which it resets after writing them in an interim report or when their
  *   unit is unloaded.
  * - Every function is thread-safe. None may be called from a signal
- *   handler except cbi_sample (which is what instrumented code calls).
+ *   handler except cbi_sample and cbi_atomsObserve (which is what
+ *   instrumented code calls).
  */
 #ifndef SAMPLER_H
 #define SAMPLER_H
@@ -50,7 +51,8 @@ enum cbi_values_kind {
     CBI_COUNTERS = 0,        /* uint64_t [n_sites][arity] counters */
     CBI_BOUNDS_SIGNED = 1,   /* int64_t  [n_sites][2]: min, max    */
     CBI_BOUNDS_UNSIGNED = 2, /* uint64_t [n_sites][2]: min, max    */
-    CBI_BOUNDS_POINTER = 3   /* uint64_t [n_sites][2]: min, max addresses */
+    CBI_BOUNDS_POINTER = 3,  /* uint64_t [n_sites][2]: min, max addresses */
+    CBI_BOUNDS_MIXED = 4     /* uint64_t [n_sites][3]: min, max, site_kind */
 };
 
 /* The sites of one scheme in one unit. Row i of `values` (and entry i of
@@ -58,11 +60,48 @@ enum cbi_values_kind {
  * this scheme. Counters are incremented by the instrumented code itself,
  * with __atomic_fetch_add(..., __ATOMIC_RELAXED) in threaded programs.
  * Bounds start as (max, min) of their type so that a site never observed
- * reports min > max. */
+ * reports min > max:
+ *
+ *     signed    INT64_MAX, INT64_MIN
+ *     unsigned  UINT64_MAX, 0
+ *     pointer   UINT64_MAX, 0          (addresses as uint64_t)
+ *
+ * and after an interim report (or the unloading of their unit) they are
+ * set back to these values.
+ *
+ * CBI_BOUNDS_MIXED is for a unit whose bounds sites have different C types
+ * (int, unsigned long, pointers) in one scheme: row i is
+ * {min, max, site_kind}, where site_kind is CBI_BOUNDS_SIGNED,
+ * CBI_BOUNDS_UNSIGNED or CBI_BOUNDS_POINTER, written once by the compiler
+ * as the row's initialiser, e.g.
+ *
+ *     static uint64_t bounds[2][3] = {
+ *         {(uint64_t)INT64_MAX, (uint64_t)INT64_MIN, CBI_BOUNDS_SIGNED},
+ *         {UINT64_MAX, 0, CBI_BOUNDS_POINTER},
+ *     };
+ *
+ * and never changed by the program or the runtime. Each row is printed
+ * and reset (min and max only) as a row of a table of that kind; a row
+ * with any other site_kind as an unsigned one. A signed row holds int64_t
+ * bit patterns: the program reads and compares them as int64_t through
+ * (int64_t *)&bounds[i][0] (signed and unsigned variants of one type may
+ * alias).
+ *
+ * In threaded programs the instrumented code updates min and max itself
+ * with atomic compare-exchange loops (the runtime resets them with atomic
+ * exchanges, so a reset is never lost), e.g. for a new minimum v:
+ *
+ *     int64_t *min = (int64_t *)&bounds[i][0];
+ *     int64_t seen = __atomic_load_n(min, __ATOMIC_RELAXED);
+ *     while (v < seen && !__atomic_compare_exchange_n(min, &seen, v, 1,
+ *                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+ *         ;
+ */
 struct cbi_scheme_sites {
     const char *scheme;            /* "branches", "returns", ...            */
     uint32_t kind;                 /* enum cbi_values_kind                  */
-    uint32_t arity;                /* values per site: counters, or 2       */
+    uint32_t arity;                /* values per site: counters, 2 for the
+                                      bounds kinds, 3 for CBI_BOUNDS_MIXED  */
     uint32_t n_sites;
     uint32_t reserved;             /* 0                                     */
     void *values;                  /* 8-byte aligned, see kind              */
@@ -97,6 +136,40 @@ void cbi_reportNow(void);
 /* The next value of the process-wide logical clock used by timestamps
  * (1, 2, 3, ...). */
 uint64_t cbi_nextTimestamp(void);
+
+/* ---- Scheme helpers ---------------------------------------------------- */
+
+/* For the g-object-unref scheme: the counter slot of one g_object_unref
+ * call, given its argument before the call.
+ *   0  a GObject whose ref_count is 0
+ *   1  a GObject whose ref_count is 1 (this call finalises it)
+ *   2  a GObject whose ref_count is > 1
+ *   3  not a GObject instance: NULL, an instance without a class, an
+ *      instance of another fundamental type, or GLib is not loaded
+ * The test is GLib's G_IS_OBJECT (through
+ * g_type_check_instance_is_fundamentally_a, looked up once with dlsym);
+ * `object` must be NULL or something G_IS_OBJECT may be given, i.e. a
+ * live GTypeInstance. The ref_count is read atomically; nothing is
+ * written. */
+int cbi_gObjectUnrefClassify(const void *object);
+
+/* For the atoms scheme: one observed access to `address` by the calling
+ * thread. The observations are the sampled accesses (the instrumented
+ * code calls this only when the site is sampled), so "previous" below
+ * means the last *observed* access, not the last access.
+ *
+ * Returns 1 when the last observed access to `address` came from another
+ * thread, 0 when it came from this thread or none is remembered, and
+ * records this access as the last observed one. The runtime remembers
+ * one access per slot of a fixed process-wide table (4096 slots, chosen
+ * by a hash of the address): an address whose slot was taken over by
+ * another address since its last observation counts as never observed.
+ * Thread ids repeat after about a million threads.
+ *
+ * Thread-safe and async-signal-safe: lock-free, no allocation; of two
+ * threads racing on one slot, each sees the other's access or none,
+ * consistently with one order of the two. */
+int cbi_atomsObserve(const void *address);
 
 #ifdef __cplusplus
 }

@@ -6,11 +6,12 @@
 // though no Rust crate can reach them.
 #![allow(unreachable_pub)]
 
+use std::ffi::{c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::registry::{self, CbiUnit};
-use crate::{countdown, report, runtime};
+use crate::{atoms, countdown, gobject, report, runtime};
 
 /// Set when a panic was caught: everything is off from then on.
 static BROKEN: AtomicBool = AtomicBool::new(false);
@@ -111,6 +112,25 @@ pub extern "C" fn cbi_reportNow() {
 #[unsafe(no_mangle)]
 pub extern "C" fn cbi_nextTimestamp() -> u64 {
     CLOCK.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// `cbi_gObjectUnrefClassify`.
+///
+/// # Safety
+/// `object` is null or a live `GTypeInstance`, as for GLib's `G_IS_OBJECT`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cbi_gObjectUnrefClassify(object: *const c_void) -> c_int {
+    guarded(gobject::NOT_AN_OBJECT, || {
+        // SAFETY: per the contract, which is `classify`'s.
+        unsafe { gobject::classify(object) }
+    })
+}
+
+/// `cbi_atomsObserve`. The address is only a number here: never read.
+/// Async-signal-safe.
+#[unsafe(no_mangle)]
+pub extern "C" fn cbi_atomsObserve(address: *const c_void) -> c_int {
+    guarded(0, || c_int::from(atoms::observe(address as usize)))
 }
 
 /// Runs at `exit`.

@@ -6,7 +6,10 @@
 //! next gap); each compilation unit registers its counter arrays
 //! (`registry`); at exit, at the unloading of a plugin, on request, or on
 //! a fatal signal (`crash`) the samples are written as a feedback report
-//! (`report`) to `SAMPLER_REPORT_FD` or `SAMPLER_FILE`.
+//! (`report`) to `SAMPLER_REPORT_FD` or `SAMPLER_FILE`. Two schemes ask
+//! the runtime what to count: `gobject` classifies `g_object_unref`
+//! arguments, `atoms` tells whether an access follows one by another
+//! thread.
 //!
 //! Configuration comes from the environment once, at the first unit
 //! registration or sampled event (`config`), and the variables are then
@@ -19,9 +22,11 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod abi;
+mod atoms;
 mod config;
 pub mod countdown;
 mod crash;
+mod gobject;
 mod registry;
 mod report;
 mod sys;

@@ -41,6 +41,8 @@ pub(crate) const COUNTERS: u32 = 0;
 pub(crate) const BOUNDS_SIGNED: u32 = 1;
 pub(crate) const BOUNDS_UNSIGNED: u32 = 2;
 pub(crate) const BOUNDS_POINTER: u32 = 3;
+/// Rows `{min, max, site_kind}`, `site_kind` one of the three kinds above.
+pub(crate) const BOUNDS_MIXED: u32 = 4;
 
 /// The first registered unit; the rest follow `registry_next`.
 static HEAD: AtomicPtr<CbiUnit> = AtomicPtr::new(ptr::null_mut());
@@ -78,6 +80,7 @@ pub(crate) fn check(unit: &CbiUnit) -> Result<(), String> {
         let valid_shape = match scheme.kind {
             COUNTERS => scheme.arity >= 1,
             BOUNDS_SIGNED | BOUNDS_UNSIGNED | BOUNDS_POINTER => scheme.arity == 2,
+            BOUNDS_MIXED => scheme.arity == 3,
             _ => false,
         };
         if !valid_name || !valid_shape || (scheme.n_sites > 0 && scheme.values.is_null()) {
@@ -182,4 +185,49 @@ pub(crate) fn for_each(visit: &mut dyn FnMut(&CbiUnit)) {
 pub(crate) fn for_each_locked(visit: &mut dyn FnMut(&CbiUnit)) {
     let _guard = CHANGES.lock().unwrap_or_else(|poison| poison.into_inner());
     for_each(visit);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit_with(kind: u32, arity: u32, values: &mut [u64]) -> Result<(), String> {
+        let signature = [0u8; 16];
+        let mut scheme = CbiSchemeSites {
+            scheme: c"bounds".as_ptr(),
+            kind,
+            arity,
+            n_sites: 1,
+            reserved: 0,
+            values: values.as_mut_ptr().cast(),
+            first_timestamps: ptr::null_mut(),
+            last_timestamps: ptr::null_mut(),
+        };
+        let unit = CbiUnit {
+            abi_version: ABI_VERSION,
+            n_schemes: 1,
+            signature: signature.as_ptr(),
+            schemes: &mut scheme,
+            registry_next: ptr::null_mut(),
+        };
+        check(&unit)
+    }
+
+    #[test]
+    fn mixed_bounds_need_three_values_per_site_and_the_others_two() {
+        let mut values = [0u64; 3];
+        assert_eq!(unit_with(BOUNDS_MIXED, 3, &mut values), Ok(()));
+        for arity in [0, 1, 2, 4] {
+            assert!(
+                unit_with(BOUNDS_MIXED, arity, &mut values).is_err(),
+                "{arity}"
+            );
+        }
+        for kind in [BOUNDS_SIGNED, BOUNDS_UNSIGNED, BOUNDS_POINTER] {
+            assert_eq!(unit_with(kind, 2, &mut values), Ok(()));
+            assert!(unit_with(kind, 3, &mut values).is_err(), "{kind}");
+        }
+        assert_eq!(unit_with(COUNTERS, 3, &mut values), Ok(()));
+        assert!(unit_with(5, 3, &mut values).is_err());
+    }
 }

@@ -6,7 +6,8 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 use crate::registry::{
-    self, BOUNDS_POINTER, BOUNDS_SIGNED, BOUNDS_UNSIGNED, COUNTERS, CbiSchemeSites, CbiUnit,
+    self, BOUNDS_MIXED, BOUNDS_POINTER, BOUNDS_SIGNED, BOUNDS_UNSIGNED, COUNTERS, CbiSchemeSites,
+    CbiUnit,
 };
 use crate::sys;
 
@@ -206,26 +207,41 @@ fn write_values(out: &mut FdWriter<'_>, scheme: &CbiSchemeSites, reset: bool) {
                     out.decimal(take(value(row + slot), reset, 0));
                 }
             }
-            BOUNDS_SIGNED => {
-                let min = take(value(row), reset, i64::MAX as u64) as i64;
-                let max = take(value(row + 1), reset, i64::MIN as u64) as i64;
-                out.decimal(min);
-                out.bytes(b"\t");
-                out.decimal(max);
+            BOUNDS_SIGNED | BOUNDS_UNSIGNED | BOUNDS_POINTER => {
+                write_bounds(out, scheme.kind, value(row), value(row + 1), reset);
             }
-            BOUNDS_UNSIGNED => {
-                out.decimal(take(value(row), reset, u64::MAX));
-                out.bytes(b"\t");
-                out.decimal(take(value(row + 1), reset, 0));
-            }
-            BOUNDS_POINTER => {
-                out.address(take(value(row), reset, u64::MAX));
-                out.bytes(b"\t");
-                out.address(take(value(row + 1), reset, 0));
+            BOUNDS_MIXED => {
+                // The row's own kind, written by the compiler and never
+                // changed: read, never reset.
+                let site_kind = value(row + 2).load(Ordering::Relaxed);
+                let site_kind = u32::try_from(site_kind).unwrap_or(BOUNDS_UNSIGNED);
+                write_bounds(out, site_kind, value(row), value(row + 1), reset);
             }
             _ => {}
         }
         out.bytes(b"\n");
+    }
+}
+
+/// One bounds row `min TAB max` of the given kind, reset to the kind's
+/// initial (max, min); an unknown kind is unsigned. Async-signal-safe.
+fn write_bounds(out: &mut FdWriter<'_>, kind: u32, min: &AtomicU64, max: &AtomicU64, reset: bool) {
+    match kind {
+        BOUNDS_SIGNED => {
+            out.decimal(take(min, reset, i64::MAX as u64) as i64);
+            out.bytes(b"\t");
+            out.decimal(take(max, reset, i64::MIN as u64) as i64);
+        }
+        BOUNDS_POINTER => {
+            out.address(take(min, reset, u64::MAX));
+            out.bytes(b"\t");
+            out.address(take(max, reset, 0));
+        }
+        _ => {
+            out.decimal(take(min, reset, u64::MAX));
+            out.bytes(b"\t");
+            out.decimal(take(max, reset, 0));
+        }
     }
 }
 
@@ -300,24 +316,15 @@ pub(crate) fn write_crash_samples(out: &mut FdWriter<'_>) -> bool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn addresses_print_as_glibc_prints_pointers() {
+    /// What `write` writes through an `FdWriter` with a `capacity`-byte
+    /// buffer, read back from a pipe (the text must fit in the pipe).
+    fn written(capacity: usize, write: impl FnOnce(&mut FdWriter<'_>)) -> String {
         let mut pipe = [0 as c_int; 2];
         // SAFETY: test-only pipe into a local array.
         assert_eq!(unsafe { libc::pipe(pipe.as_mut_ptr()) }, 0);
-        let mut buffer = [0u8; 16];
+        let mut buffer = vec![0u8; capacity];
         let mut out = FdWriter::new(pipe[1], &mut buffer);
-        out.address(0);
-        out.bytes(b" ");
-        out.address(0x7ffc_3a10);
-        out.bytes(b" ");
-        out.address(u64::MAX);
-        out.bytes(b" ");
-        out.hex_number(0);
-        out.bytes(b" ");
-        out.decimal(-5i64);
-        out.bytes(b" ");
-        out.hex(&[0x00, 0xab]);
+        write(&mut out);
         out.flush();
         // SAFETY: closing our own write end.
         unsafe { libc::close(pipe[1]) };
@@ -327,9 +334,157 @@ mod tests {
             unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pipe[0]) },
         );
         std::io::Read::read_to_end(&mut read_end, &mut text).unwrap();
-        assert_eq!(
-            String::from_utf8(text).unwrap(),
-            "(nil) 0x7ffc3a10 0xffffffffffffffff 0x0 -5 00ab"
-        );
+        String::from_utf8(text).unwrap()
+    }
+
+    /// A unit with one `bounds` scheme of `kind` and `arity` over `values`.
+    fn with_bounds_unit<T>(
+        kind: u32,
+        arity: u32,
+        values: &mut [u64],
+        body: impl FnOnce(&CbiUnit) -> T,
+    ) -> T {
+        let signature = [0xabu8; 16];
+        let mut scheme = CbiSchemeSites {
+            scheme: c"bounds".as_ptr(),
+            kind,
+            arity,
+            n_sites: (values.len() / arity as usize) as u32,
+            reserved: 0,
+            values: values.as_mut_ptr().cast(),
+            first_timestamps: std::ptr::null_mut(),
+            last_timestamps: std::ptr::null_mut(),
+        };
+        let unit = CbiUnit {
+            abi_version: registry::ABI_VERSION,
+            n_schemes: 1,
+            signature: signature.as_ptr(),
+            schemes: &mut scheme,
+            registry_next: std::ptr::null_mut(),
+        };
+        assert_eq!(registry::check(&unit), Ok(()));
+        body(&unit)
+    }
+
+    fn section(rows: &str) -> String {
+        format!(
+            "<samples unit=\"abababababababababababababababab\" scheme=\"bounds\">\n{rows}</samples>\n"
+        )
+    }
+
+    const SIGNED_FRESH: [u64; 2] = [i64::MAX as u64, i64::MIN as u64];
+    const UNSIGNED_FRESH: [u64; 2] = [u64::MAX, 0];
+
+    #[test]
+    fn the_bounds_kinds_print_their_own_way_and_reset_to_min_greater_than_max() {
+        for (kind, observed, text, fresh, fresh_text) in [
+            (
+                BOUNDS_SIGNED,
+                [-7i64 as u64, 40],
+                "-7\t40\n",
+                SIGNED_FRESH,
+                "9223372036854775807\t-9223372036854775808\n",
+            ),
+            (
+                BOUNDS_UNSIGNED,
+                [3, u64::MAX - 1],
+                "3\t18446744073709551614\n",
+                UNSIGNED_FRESH,
+                "18446744073709551615\t0\n",
+            ),
+            (
+                BOUNDS_POINTER,
+                [0, 0x7ffc_3a10],
+                "(nil)\t0x7ffc3a10\n",
+                UNSIGNED_FRESH,
+                "0xffffffffffffffff\t(nil)\n",
+            ),
+        ] {
+            let mut values = observed;
+            with_bounds_unit(kind, 2, &mut values, |unit| {
+                let final_text = written(64, |out| write_unit(out, unit, false));
+                assert_eq!(final_text, section(text), "kind {kind}");
+                let interim = written(64, |out| write_unit(out, unit, true));
+                assert_eq!(interim, section(text), "kind {kind}");
+                let after = written(64, |out| write_unit(out, unit, true));
+                assert_eq!(after, section(fresh_text), "kind {kind}");
+            });
+            assert_eq!(values, fresh, "kind {kind}");
+        }
+    }
+
+    #[test]
+    fn mixed_bounds_print_and_reset_each_row_as_its_own_kind() {
+        let signed = u64::from(BOUNDS_SIGNED);
+        let unsigned = u64::from(BOUNDS_UNSIGNED);
+        let pointer = u64::from(BOUNDS_POINTER);
+        #[rustfmt::skip]
+        let mut values = [
+            -7i64 as u64, 40, signed,
+            3, u64::MAX - 1, unsigned,
+            0, 0x7ffc_3a10, pointer,
+            i64::MAX as u64, i64::MIN as u64, signed,  // never observed
+            u64::MAX, 0, pointer,                      // never observed
+            -1i64 as u64, 5, 99,                       // unknown kind: unsigned
+            5, 9, u64::from(u32::MAX) + 1 + signed,    // unknown kind: unsigned
+        ];
+        let observed = "-7\t40\n\
+                        3\t18446744073709551614\n\
+                        (nil)\t0x7ffc3a10\n\
+                        9223372036854775807\t-9223372036854775808\n\
+                        0xffffffffffffffff\t(nil)\n\
+                        18446744073709551615\t5\n\
+                        5\t9\n";
+        let fresh = "9223372036854775807\t-9223372036854775808\n\
+                     18446744073709551615\t0\n\
+                     0xffffffffffffffff\t(nil)\n\
+                     9223372036854775807\t-9223372036854775808\n\
+                     0xffffffffffffffff\t(nil)\n\
+                     18446744073709551615\t0\n\
+                     18446744073709551615\t0\n";
+        with_bounds_unit(BOUNDS_MIXED, 3, &mut values, |unit| {
+            // A small buffer, so that rows straddle flushes.
+            assert_eq!(
+                written(16, |out| write_unit(out, unit, false)),
+                section(observed)
+            );
+            assert_eq!(
+                written(16, |out| write_unit(out, unit, true)),
+                section(observed)
+            );
+            assert_eq!(
+                written(16, |out| write_unit(out, unit, true)),
+                section(fresh)
+            );
+        });
+        #[rustfmt::skip]
+        let reset = [
+            i64::MAX as u64, i64::MIN as u64, signed,
+            u64::MAX, 0, unsigned,
+            u64::MAX, 0, pointer,
+            i64::MAX as u64, i64::MIN as u64, signed,
+            u64::MAX, 0, pointer,
+            u64::MAX, 0, 99,
+            u64::MAX, 0, u64::from(u32::MAX) + 1 + signed,
+        ];
+        assert_eq!(values, reset);
+    }
+
+    #[test]
+    fn addresses_print_as_glibc_prints_pointers() {
+        let text = written(16, |out| {
+            out.address(0);
+            out.bytes(b" ");
+            out.address(0x7ffc_3a10);
+            out.bytes(b" ");
+            out.address(u64::MAX);
+            out.bytes(b" ");
+            out.hex_number(0);
+            out.bytes(b" ");
+            out.decimal(-5i64);
+            out.bytes(b" ");
+            out.hex(&[0x00, 0xab]);
+        });
+        assert_eq!(text, "(nil) 0x7ffc3a10 0xffffffffffffffff 0x0 -5 00ab");
     }
 }

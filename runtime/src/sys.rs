@@ -2,7 +2,7 @@
 //! whose comment says why the call is sound. Functions marked
 //! *async-signal-safe* are the only ones the crash path may use.
 
-use std::ffi::{OsStr, c_int, c_void};
+use std::ffi::{CStr, OsStr, c_int, c_void};
 use std::mem::MaybeUninit;
 use std::ptr;
 
@@ -346,6 +346,17 @@ fn find_build_id(mut notes: &[u8]) -> Option<&[u8]> {
         notes = notes.get(desc_end..)?;
     }
     None
+}
+
+/// The address of the function or object `name` in the process's global
+/// scope (the program, the libraries loaded with it, those `dlopen`ed with
+/// `RTLD_GLOBAL`), or null. Not async-signal-safe: the loader takes its
+/// lock, and a failed lookup allocates its `dlerror` message.
+pub(crate) fn global_symbol(name: &CStr) -> *mut c_void {
+    // SAFETY: `name` is NUL-terminated and outlives the call; RTLD_DEFAULT
+    // is a pseudo-handle dlsym always accepts. The loader only reads the
+    // name, and the address it returns is not dereferenced here.
+    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) }
 }
 
 /// Reads a whole file, for the countdown bank.

@@ -228,7 +228,9 @@ fn defined_globals(file: &Path, dynamic: bool) -> Vec<String> {
 #[test]
 fn only_the_abi_leaves_the_static_and_the_shared_runtime() {
     let abi = [
+        "cbi_atomsObserve",
         "cbi_countdown",
+        "cbi_gObjectUnrefClassify",
         "cbi_nextTimestamp",
         "cbi_registerUnit",
         "cbi_reportNow",
@@ -243,4 +245,32 @@ fn only_the_abi_leaves_the_static_and_the_shared_runtime() {
         defined_globals(&packaged().join("libsampler_runtime.so"), true),
         abi
     );
+}
+
+#[test]
+fn mixed_bounds_and_the_scheme_helpers_work_through_the_shared_runtime() {
+    let lab = Lab::new();
+    let program = lab.helpers_shared();
+    let output = lab.run(&program, &[], &[("SAMPLER_FILE", "run.report")]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "main 0\nmain 0\nother 1\nmain 1\nnot shared 0\nclassify 3 3\n"
+    );
+    let unit = "33333333333333333333333333333333";
+    let text = lab.read("run.report");
+    assert_eq!(
+        text,
+        format!(
+            "<report id=\"samples\">\n\
+             <samples unit=\"{unit}\" scheme=\"bounds\">\n\
+             -7\t100\n3\t18446744073709551614\n(nil)\t0x7ffc3a10\n\
+             </samples>\n</report>\n\
+             <report id=\"samples\">\n\
+             <samples unit=\"{unit}\" scheme=\"bounds\">\n\
+             9223372036854775807\t-9223372036854775808\n9\t9\n0xffffffffffffffff\t(nil)\n\
+             </samples>\n</report>\n"
+        )
+    );
+    parse(&text);
 }

@@ -192,6 +192,22 @@ impl Lab {
         (self.path("program"), self.path("plugin.so"))
     }
 
+    /// `helpers` (tests/c/helpers.c) linked with the shared runtime.
+    fn helpers_shared(&self) -> PathBuf {
+        self.shared_runtime();
+        let dir = self.dir.path().display().to_string();
+        let source = runtime_dir().join("tests/c/helpers.c");
+        self.gcc(&[
+            source.to_str().unwrap(),
+            "-o",
+            "helpers",
+            "-L.",
+            "-lsampler_runtime",
+            &format!("-Wl,-rpath,{dir}"),
+        ]);
+        self.path("helpers")
+    }
+
     /// Runs `program` with only the given `SAMPLER_*` variables.
     fn run(&self, program: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut command = Command::new(program);
