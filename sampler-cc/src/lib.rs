@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cc1;
+pub mod dataflow;
 pub mod driver;
 pub mod frontend;
 pub mod instrument;

@@ -8,9 +8,18 @@ use sampler_formats::Scheme;
 /// per line.
 pub const ENV_OPTIONS: &str = "SAMPLER_CC_OPTIONS";
 
-/// The schemes sampler-cc instruments.
-pub const SUPPORTED_SCHEMES: [Scheme; 3] =
-    [Scheme::Branches, Scheme::Returns, Scheme::FunctionEntries];
+/// The schemes sampler-cc instruments, in the order the original ran them
+/// (which is the order of a unit's tables).
+pub const SUPPORTED_SCHEMES: [Scheme; 8] = [
+    Scheme::ScalarPairs,
+    Scheme::Atoms,
+    Scheme::Branches,
+    Scheme::Bounds,
+    Scheme::FunctionEntries,
+    Scheme::Returns,
+    Scheme::FloatKinds,
+    Scheme::GObjectUnref,
+];
 
 /// Schemes used when no `-fsampler-scheme=` is given.
 pub const DEFAULT_SCHEMES: [Scheme; 2] = [Scheme::Branches, Scheme::Returns];
@@ -30,6 +39,18 @@ pub struct Options {
     pub static_runtime: bool,
     /// Print per-file site counts and timings (`-fsampler-stats`).
     pub stats: bool,
+    /// `scalar-pairs` also compares with every integer constant of the
+    /// unit (`-fcompare-constants`).
+    pub compare_constants: bool,
+    /// Assignments to struct fields (`-fassign-into-field`), array
+    /// elements (`-fassign-into-index`) and through pointers
+    /// (`-fassign-across-pointer`) are sites of the assignment schemes.
+    pub assign_into_field: bool,
+    pub assign_into_index: bool,
+    pub assign_across_pointer: bool,
+    /// `-ftimestamp-first` / `-ftimestamp-last`.
+    pub timestamp_first: bool,
+    pub timestamp_last: bool,
     /// The flags as given, to pass on to the `cc1` stage.
     pub given: Vec<String>,
 }
@@ -45,6 +66,12 @@ impl Default for Options {
             filters: Vec::new(),
             static_runtime: false,
             stats: false,
+            compare_constants: false,
+            assign_into_field: false,
+            assign_into_index: false,
+            assign_across_pointer: false,
+            timestamp_first: false,
+            timestamp_last: false,
             given: Vec::new(),
         }
     }
@@ -82,7 +109,19 @@ pub enum OptionError {
 impl Options {
     /// Whether `arg` is one of sampler-cc's flags (which gcc must not see).
     pub fn is_sampler_flag(arg: &str) -> bool {
-        const EXACT: [&str; 9] = [
+        const EXACT: [&str; 21] = [
+            "-fcompare-constants",
+            "-fno-compare-constants",
+            "-fassign-into-field",
+            "-fno-assign-into-field",
+            "-fassign-into-index",
+            "-fno-assign-into-index",
+            "-fassign-across-pointer",
+            "-fno-assign-across-pointer",
+            "-ftimestamp-first",
+            "-fno-timestamp-first",
+            "-ftimestamp-last",
+            "-fno-timestamp-last",
             "-fsample",
             "-fno-sample",
             "-frelative-paths",
@@ -118,6 +157,18 @@ impl Options {
             "-fsampler-strict" => self.strict = true,
             "-fsampler-static-runtime" => self.static_runtime = true,
             "-fsampler-stats" => self.stats = true,
+            "-fcompare-constants" => self.compare_constants = true,
+            "-fno-compare-constants" => self.compare_constants = false,
+            "-fassign-into-field" => self.assign_into_field = true,
+            "-fno-assign-into-field" => self.assign_into_field = false,
+            "-fassign-into-index" => self.assign_into_index = true,
+            "-fno-assign-into-index" => self.assign_into_index = false,
+            "-fassign-across-pointer" => self.assign_across_pointer = true,
+            "-fno-assign-across-pointer" => self.assign_across_pointer = false,
+            "-ftimestamp-first" => self.timestamp_first = true,
+            "-fno-timestamp-first" => self.timestamp_first = false,
+            "-ftimestamp-last" => self.timestamp_last = true,
+            "-fno-timestamp-last" => self.timestamp_last = false,
             _ => return self.apply_valued(arg),
         }
         Ok(())
@@ -297,10 +348,11 @@ mod tests {
             parse(&["-fsampler-scheme=brunches"])
                 .unwrap_err()
                 .to_string(),
-            "unknown scheme \"brunches\" in -fsampler-scheme= (known: branches, returns, function-entries)"
+            "unknown scheme \"brunches\" in -fsampler-scheme= (known: scalar-pairs, atoms, branches, \
+             bounds, function-entries, returns, float-kinds, g-object-unref)"
         );
         assert!(matches!(
-            parse(&["-fsampler-scheme=scalar-pairs"]),
+            parse(&["-fsampler-scheme=coverage"]),
             Err(OptionError::UnsupportedScheme(..))
         ));
         assert_eq!(

@@ -10,9 +10,14 @@
 
 use std::collections::HashSet;
 
-use clang::{Clang, Entity, EntityKind, EvaluationResult, Index, StorageClass, TypeKind, Unsaved};
+use clang::{
+    Clang, Entity, EntityKind, EvaluationResult, Index, StorageClass, Type, TypeKind, Unsaved,
+};
 
-use super::{Call, Function, Node, NodeId, NodeKind, Unit};
+use super::{
+    Call, Function, Jump, Label, Node, NodeId, NodeKind, Storage, TypeClass, Unit, ValueType,
+    Variable,
+};
 use crate::preprocessed::skip_trivia;
 
 /// Flags of the real compile that change what the code means to a C front
@@ -140,7 +145,16 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
         gnu89: gnu89_inline(flags),
     };
     let mut no_instrument: HashSet<String> = HashSet::new();
+    let mut global_keys: HashSet<usize> = HashSet::new();
     for entity in tu.get_entity().get_children() {
+        if entity.get_kind() == EntityKind::VarDecl {
+            if let Some(global) = builder.variable(&entity, Storage::Global, usize::MAX)
+                && global_keys.insert(global.key)
+            {
+                unit.globals.push(global);
+            }
+            continue;
+        }
         if entity.get_kind() != EntityKind::FunctionDecl {
             continue;
         }
@@ -173,7 +187,13 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
         let gnu_extern_inline = entity.is_inline_function()
             && is_extern
             && (builder.gnu89 || contains(header, b"gnu_inline"));
-        let (nodes, body_id) = builder.function_body(body);
+        let mut locals: Vec<Variable> = entity
+            .get_children()
+            .iter()
+            .filter(|child| child.get_kind() == EntityKind::ParmDecl)
+            .filter_map(|param| builder.variable(param, Storage::Parameter, end))
+            .collect();
+        let (nodes, body_id) = builder.function_body(body, &mut locals);
         unit.functions.push(Function {
             no_instrument: no_instrument.contains(&name),
             name,
@@ -183,6 +203,7 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
             gnu_extern_inline,
             body: body_id,
             nodes,
+            locals,
         });
     }
     Ok(unit)
@@ -280,6 +301,40 @@ struct Role {
 }
 
 impl Builder<'_> {
+    /// Offset of an entity's name (its location) in the real `.i`.
+    fn location(&self, entity: &Entity<'_>) -> Option<usize> {
+        let offset = entity.get_location()?.get_file_location().offset as usize;
+        offset.checked_sub(self.shift)
+    }
+
+    /// The key of the variable a declaration declares: the location of its
+    /// first declaration.
+    fn variable_key(&self, entity: &Entity<'_>) -> Option<usize> {
+        self.location(&entity.get_canonical_entity())
+    }
+
+    fn variable(
+        &self,
+        entity: &Entity<'_>,
+        storage: Storage,
+        scope_end: usize,
+    ) -> Option<Variable> {
+        let name = entity.get_name()?;
+        let storage_class = entity.get_storage_class();
+        Some(Variable {
+            name,
+            key: self.variable_key(entity)?,
+            ty: value_type(entity.get_type()?),
+            storage: match (storage, storage_class) {
+                (Storage::Local, Some(StorageClass::Static)) => Storage::StaticLocal,
+                (storage, _) => storage,
+            },
+            scope_end,
+            register: storage_class == Some(StorageClass::Register),
+            thread_local: entity.get_tls_kind().is_some(),
+        })
+    }
+
     /// Byte extent in the real `.i`; `None` for the prelude or no location.
     fn extent(&self, entity: &Entity<'_>) -> Option<(usize, usize)> {
         let range = entity.get_range()?;
@@ -292,7 +347,7 @@ impl Builder<'_> {
 
     /// The body as an arena in pre-order (node 0 is the body), built
     /// without recursion: bodies nest thousands deep in generated code.
-    fn function_body(&self, body: Entity<'_>) -> (Vec<Node>, NodeId) {
+    fn function_body(&self, body: Entity<'_>, locals: &mut Vec<Variable>) -> (Vec<Node>, NodeId) {
         let mut nodes: Vec<Node> = Vec::new();
         let root = Role {
             statement: true,
@@ -309,6 +364,30 @@ impl Builder<'_> {
                 children.iter().map(|c| self.extent(c)).collect();
             let kind = self.kind(&entity, start, end, &extents);
             let constant = role.condition && is_integer_constant(&entity);
+            let ty = match &kind {
+                NodeKind::VarRef(_)
+                | NodeKind::Member { .. }
+                | NodeKind::Subscript { .. }
+                | NodeKind::Decl { .. } => entity.get_type().map(value_type),
+                NodeKind::Unary(op) if op == "*" => entity.get_type().map(value_type),
+                _ => None,
+            };
+            if entity.get_kind() == EntityKind::VarDecl
+                && entity.get_storage_class() != Some(StorageClass::Extern)
+            {
+                // Scoped by the innermost block or `for` holding it.
+                let mut scope = parent;
+                while let Some(id) = scope {
+                    if matches!(nodes[id].kind, NodeKind::Compound | NodeKind::For { .. }) {
+                        break;
+                    }
+                    scope = nodes[id].parent;
+                }
+                let scope_end = scope.map_or(end, |id| nodes[id].end);
+                if let Some(local) = self.variable(&entity, Storage::Local, scope_end) {
+                    locals.push(local);
+                }
+            }
             let id = nodes.len();
             nodes.push(Node {
                 kind,
@@ -320,11 +399,12 @@ impl Builder<'_> {
                 evaluated: role.evaluated,
                 condition: role.condition,
                 constant,
+                ty,
             });
             if let Some(parent) = parent {
                 nodes[parent].children.push(id);
             }
-            let roles = self.child_roles(&entity, &nodes[id], &children, &extents);
+            let roles = self.child_roles(&nodes[id], &children, &extents);
             for (child, child_role) in children.into_iter().zip(roles).rev() {
                 let child_role = Role {
                     evaluated: child_role.evaluated && role.evaluated,
@@ -348,12 +428,60 @@ impl Builder<'_> {
             EntityKind::IfStmt => NodeKind::If,
             EntityKind::WhileStmt => NodeKind::While,
             EntityKind::DoStmt => NodeKind::Do,
-            EntityKind::ForStmt => NodeKind::For,
+            EntityKind::ForStmt => NodeKind::For {
+                first_semicolon: self.for_semicolons(start, end).0,
+            },
             EntityKind::SwitchStmt => NodeKind::Switch,
-            EntityKind::CaseStmt | EntityKind::DefaultStmt | EntityKind::LabelStmt => {
-                NodeKind::Labelled
+            EntityKind::CaseStmt => NodeKind::Labelled(Label::Case),
+            EntityKind::DefaultStmt => NodeKind::Labelled(Label::Default),
+            EntityKind::LabelStmt => {
+                NodeKind::Labelled(Label::Named(entity.get_name().unwrap_or_default()))
             }
             EntityKind::ReturnStmt => NodeKind::Return,
+            EntityKind::BreakStmt => NodeKind::Jump(Jump::Break),
+            EntityKind::ContinueStmt => NodeKind::Jump(Jump::Continue),
+            EntityKind::GotoStmt => NodeKind::Jump(Jump::Goto(
+                entity
+                    .get_children()
+                    .first()
+                    .and_then(|label| label.get_name())
+                    .unwrap_or_default(),
+            )),
+            EntityKind::IndirectGotoStmt => NodeKind::Jump(Jump::Computed),
+            EntityKind::DeclRefExpr => match entity.get_reference() {
+                Some(var)
+                    if matches!(var.get_kind(), EntityKind::VarDecl | EntityKind::ParmDecl) =>
+                {
+                    self.variable_key(&var)
+                        .map_or(NodeKind::Expr, NodeKind::VarRef)
+                }
+                _ => NodeKind::Expr,
+            },
+            EntityKind::MemberRefExpr => {
+                let base_end = children.first().copied().flatten().map(|(_, e)| e);
+                NodeKind::Member {
+                    arrow: base_end
+                        .is_some_and(|e| self.operator_at(skip_trivia(self.text, e)) == "->"),
+                    bit_field: entity
+                        .get_reference()
+                        .is_some_and(|field| field.is_bit_field()),
+                }
+            }
+            EntityKind::ArraySubscriptExpr => NodeKind::Subscript {
+                array_base: entity
+                    .get_children()
+                    .first()
+                    .is_some_and(|base| is_array_lvalue(base)),
+            },
+            EntityKind::IntegerLiteral | EntityKind::CharacterLiteral => match entity.evaluate() {
+                Some(EvaluationResult::SignedInteger(value)) => {
+                    NodeKind::IntegerLiteral(i128::from(value))
+                }
+                Some(EvaluationResult::UnsignedInteger(value)) => {
+                    NodeKind::IntegerLiteral(i128::from(value))
+                }
+                _ => NodeKind::Expr,
+            },
             EntityKind::AsmStmt | EntityKind::MsAsmStmt | EntityKind::StaticAssert => {
                 NodeKind::Opaque
             }
@@ -365,7 +493,13 @@ impl Builder<'_> {
             | EntityKind::FunctionDecl => NodeKind::Opaque,
             EntityKind::VarDecl => match entity.get_storage_class() {
                 Some(StorageClass::Static | StorageClass::Extern) => NodeKind::Opaque,
-                _ => NodeKind::Statement,
+                _ => match self.variable_key(entity) {
+                    Some(key) => NodeKind::Decl {
+                        key,
+                        initialised: self.has_initialiser(entity, start, children),
+                    },
+                    None => NodeKind::Statement,
+                },
             },
             EntityKind::StmtExpr => NodeKind::StmtExpr,
             EntityKind::CallExpr => NodeKind::Call(self.call(entity)),
@@ -413,6 +547,9 @@ impl Builder<'_> {
         Call {
             direct,
             discrete_result,
+            n_arguments: entity
+                .get_arguments()
+                .map_or(0, |arguments| arguments.len()),
         }
     }
 
@@ -432,7 +569,6 @@ impl Builder<'_> {
 
     fn child_roles(
         &self,
-        entity: &Entity<'_>,
         node: &Node,
         children: &[Entity<'_>],
         extents: &[Option<(usize, usize)>],
@@ -480,7 +616,7 @@ impl Builder<'_> {
                     *first = statement;
                 }
             }
-            NodeKind::For => {
+            NodeKind::For { .. } => {
                 let (first_semi, second_semi) = self.for_semicolons(node.start, node.end);
                 for (index, role) in roles.iter_mut().enumerate() {
                     let start = extents[index].map_or(0, |(s, _)| s);
@@ -493,7 +629,7 @@ impl Builder<'_> {
                     };
                 }
             }
-            NodeKind::Labelled => {
+            NodeKind::Labelled(_) => {
                 for (index, role) in roles.iter_mut().enumerate() {
                     *role = if index == last { statement } else { opaque };
                 }
@@ -522,24 +658,30 @@ impl Builder<'_> {
                     roles.fill(opaque);
                 }
             }
-            NodeKind::Statement if entity.get_kind() == EntityKind::VarDecl => {
+            NodeKind::Decl { initialised, .. } => {
                 // Only the initialiser runs; other children belong to the
                 // declarator's type (`typeof`, array sizes).
                 roles.fill(opaque);
-                let name_end = entity
-                    .get_location()
-                    .map(|l| (l.get_file_location().offset as usize).saturating_sub(self.shift))
-                    .unwrap_or(node.start);
-                if let Some(Some((start, _))) = extents.last()
-                    && *start > name_end
-                    && contains(&self.text[name_end..*start], b"=")
-                {
+                if *initialised {
                     roles[last] = plain;
                 }
             }
             _ => {}
         }
         roles
+    }
+
+    /// Whether a variable declaration has an initialiser: its last child
+    /// follows an `=` after the name.
+    fn has_initialiser(
+        &self,
+        entity: &Entity<'_>,
+        start: usize,
+        children: &[Option<(usize, usize)>],
+    ) -> bool {
+        let name_end = self.location(entity).unwrap_or(start);
+        matches!(children.last(), Some(Some((child_start, _)))
+            if *child_start > name_end && contains(&self.text[name_end..*child_start], b"="))
     }
 
     /// Offsets of the two `;` of a `for (init; cond; inc)` header.
@@ -575,6 +717,100 @@ impl Builder<'_> {
             found.first().copied().unwrap_or(end),
             found.get(1).copied().unwrap_or(end),
         )
+    }
+}
+
+/// The model's view of a type.
+fn value_type(ty: Type<'_>) -> ValueType {
+    let canonical = ty.get_canonical_type();
+    let class = match canonical.get_kind() {
+        TypeKind::Bool
+        | TypeKind::CharU
+        | TypeKind::UChar
+        | TypeKind::UShort
+        | TypeKind::UInt
+        | TypeKind::ULong
+        | TypeKind::ULongLong
+        | TypeKind::UInt128
+        | TypeKind::Char16
+        | TypeKind::Char32 => TypeClass::UnsignedInteger,
+        TypeKind::CharS
+        | TypeKind::SChar
+        | TypeKind::Short
+        | TypeKind::Int
+        | TypeKind::Long
+        | TypeKind::LongLong
+        | TypeKind::Int128
+        | TypeKind::WChar => TypeClass::SignedInteger,
+        TypeKind::Enum => TypeClass::Enum,
+        TypeKind::Pointer => TypeClass::Pointer,
+        TypeKind::Float | TypeKind::Double | TypeKind::LongDouble => TypeClass::Float,
+        _ => TypeClass::Other,
+    };
+    let spelling = unqualified(&canonical.get_display_name());
+    let key = match canonical.get_pointee_type() {
+        // The pointee keeps its qualifiers: `const char *` is not `char *`.
+        Some(pointee) if class == TypeClass::Pointer => {
+            format!("{} *", pointee.get_canonical_type().get_display_name())
+        }
+        _ => spelling.clone(),
+    };
+    ValueType {
+        key,
+        spelling,
+        class,
+        bits: canonical.get_sizeof().map_or(0, |bytes| bytes as u32 * 8),
+        is_const: canonical.is_const_qualified(),
+        is_volatile: canonical.is_volatile_qualified(),
+    }
+}
+
+/// A type's spelling without its top-level qualifiers (leading ones for
+/// plain types, trailing ones for pointers).
+fn unqualified(spelling: &str) -> String {
+    const QUALIFIERS: [&str; 4] = ["const", "volatile", "restrict", "__restrict"];
+    let mut text = spelling.trim();
+    loop {
+        let before = text;
+        for qualifier in QUALIFIERS {
+            if let Some(rest) = text.strip_prefix(qualifier)
+                && rest.starts_with(' ')
+            {
+                text = rest.trim_start();
+            }
+            if let Some(rest) = text.strip_suffix(qualifier)
+                && (rest.ends_with(' ') || rest.ends_with('*'))
+            {
+                text = rest.trim_end();
+            }
+        }
+        if text == before {
+            return text.to_owned();
+        }
+    }
+}
+
+/// An array-typed expression under its conversion to a pointer.
+fn is_array_lvalue(entity: &Entity<'_>) -> bool {
+    let mut current = *entity;
+    loop {
+        let is_array = current.get_type().is_some_and(|ty| {
+            matches!(
+                ty.get_canonical_type().get_kind(),
+                TypeKind::ConstantArray
+                    | TypeKind::IncompleteArray
+                    | TypeKind::VariableArray
+                    | TypeKind::DependentSizedArray
+            )
+        });
+        if is_array {
+            return true;
+        }
+        let children = current.get_children();
+        match (current.get_kind(), children.as_slice()) {
+            (EntityKind::UnexposedExpr | EntityKind::ParenExpr, [only]) => current = *only,
+            _ => return false,
+        }
     }
 }
 

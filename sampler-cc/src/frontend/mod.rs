@@ -11,6 +11,9 @@ pub type NodeId = usize;
 #[derive(Debug, Default)]
 pub struct Unit {
     pub functions: Vec<Function>,
+    /// Variables declared at file scope, in the order of their first
+    /// declaration.
+    pub globals: Vec<Variable>,
     /// Offsets (in the `.i`) of the errors the front end reported. A
     /// function containing one is left alone.
     pub errors: Vec<(usize, String)>,
@@ -33,6 +36,76 @@ pub struct Function {
     /// Root of the body: always a [`NodeKind::Compound`], node 0.
     pub body: NodeId,
     pub nodes: Vec<Node>,
+    /// Parameters in order, then the body's non-`extern` local variables
+    /// in the order of their declarations.
+    pub locals: Vec<Variable>,
+}
+
+/// A variable and what the assignment schemes need to know of it.
+#[derive(Debug, Clone)]
+pub struct Variable {
+    pub name: String,
+    /// Offset of the name in its (first) declaration: the key that
+    /// [`NodeKind::VarRef`] and [`NodeKind::Decl`] refer to.
+    pub key: usize,
+    pub ty: ValueType,
+    pub storage: Storage,
+    /// Locals: the end of the block that scopes the declaration.
+    pub scope_end: usize,
+    /// Declared `register`: its address cannot be taken.
+    pub register: bool,
+    /// `__thread` / `_Thread_local`: never shared between threads.
+    pub thread_local: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    Global,
+    Parameter,
+    /// An automatic (or `register`) local.
+    Local,
+    /// A `static` local: initialised before the program starts.
+    StaticLocal,
+}
+
+/// The type of a variable or an lvalue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueType {
+    /// The canonical type without its top-level qualifiers: two values are
+    /// compared only when their keys are equal.
+    pub key: String,
+    /// The canonical type without top-level qualifiers, as C.
+    pub spelling: String,
+    pub class: TypeClass,
+    /// Size in bits (0 when unknown).
+    pub bits: u32,
+    pub is_const: bool,
+    pub is_volatile: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeClass {
+    SignedInteger,
+    /// Includes `_Bool`.
+    UnsignedInteger,
+    Enum,
+    Pointer,
+    /// `float`, `double`, `long double`.
+    Float,
+    Other,
+}
+
+impl TypeClass {
+    /// Integers, enums and pointers.
+    pub fn is_discrete(self) -> bool {
+        matches!(
+            self,
+            TypeClass::SignedInteger
+                | TypeClass::UnsignedInteger
+                | TypeClass::Enum
+                | TypeClass::Pointer
+        )
+    }
 }
 
 #[derive(Debug)]
@@ -55,6 +128,10 @@ pub struct Node {
     pub condition: bool,
     /// An integer constant expression (only computed for conditions).
     pub constant: bool,
+    /// The type of an lvalue or a declared variable (only computed for
+    /// [`NodeKind::VarRef`], [`NodeKind::Member`], [`NodeKind::Subscript`],
+    /// `*` and [`NodeKind::Decl`]).
+    pub ty: Option<ValueType>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,11 +140,34 @@ pub enum NodeKind {
     If,
     While,
     Do,
-    For,
+    /// `first_semicolon` splits the header's init part from the rest.
+    For {
+        first_semicolon: usize,
+    },
     Switch,
-    /// `case`, `default` or a label with its statement.
-    Labelled,
+    /// A `case`, `default` or named label with its statement.
+    Labelled(Label),
     Return,
+    Jump(Jump),
+    /// The declaration of a local variable (keyed as [`Variable::key`]);
+    /// its only evaluated child is the initialiser, if any.
+    Decl {
+        key: usize,
+        initialised: bool,
+    },
+    /// A use of a variable (keyed as [`Variable::key`]).
+    VarRef(usize),
+    /// `base.field` or `base->field`.
+    Member {
+        arrow: bool,
+        bit_field: bool,
+    },
+    /// `base[index]`; `array_base` when the base is an array (not a pointer).
+    Subscript {
+        array_base: bool,
+    },
+    /// An integer literal or character constant and its value.
+    IntegerLiteral(i128),
     /// Any other statement: jumps, `;`, declarations, ...
     Statement,
     /// Something that holds no instrumentable code of its own (asm,
@@ -87,11 +187,28 @@ pub enum NodeKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Label {
+    Case,
+    Default,
+    Named(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Jump {
+    Break,
+    Continue,
+    Goto(String),
+    /// `goto *p`: may reach any label.
+    Computed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
     /// The called function, when the callee is a function's name.
     pub direct: Option<String>,
     /// The result is an integer, enum or pointer.
     pub discrete_result: bool,
+    pub n_arguments: usize,
 }
 
 impl Function {

@@ -247,7 +247,7 @@ fn unknown_flags_are_named() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        "sampler-cc: error: unknown scheme \"bogus\" in -fsampler-scheme= (known: branches, returns, function-entries)\n"
+        "sampler-cc: error: unknown scheme \"bogus\" in -fsampler-scheme= (known: scalar-pairs, atoms, branches, bounds, function-entries, returns, float-kinds, g-object-unref)\n"
     );
 }
 
@@ -367,8 +367,8 @@ fn stats_and_the_static_runtime() {
     assert_eq!(
         stats,
         [
-            "sampler-cc: hello.c: 1 functions, sites: returns 0, function-entries 1",
-            "sampler-cc: main.c: 1 functions, sites: returns 2, function-entries 1",
+            "sampler-cc: hello.c: 1 functions, sites: function-entries 1, returns 0",
+            "sampler-cc: main.c: 1 functions, sites: function-entries 1, returns 2",
         ]
     );
     let dynamic = lab

@@ -7,6 +7,9 @@
 //! tables go in a prelude after the first line (gcc names the unit after its
 //! first marker), under a system-header marker so they raise no warnings.
 
+mod accesses;
+mod assignments;
+
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -39,10 +42,14 @@ struct Site {
     line: u32,
     function: String,
     statement: u32,
-    text: Option<String>,
+    /// The scheme's own fields.
+    fields: Vec<String>,
+    /// `bounds`: the kind of value (`CBI_BOUNDS_SIGNED`, ...).
+    bounds_kind: u8,
 }
 
-/// Text to insert around `start..end` (a wrap) or at `start` (a point).
+/// Text to insert around `start..end` (a wrap), at `start` (a point), or
+/// in place of `start..end` (a replacement, of an operator token).
 #[derive(Debug)]
 struct Insertion {
     start: usize,
@@ -51,6 +58,31 @@ struct Insertion {
     rank: u8,
     open: String,
     close: String,
+    replace: bool,
+}
+
+impl Insertion {
+    fn wrap(start: usize, end: usize, rank: u8, open: String, close: String) -> Insertion {
+        Insertion {
+            start,
+            end,
+            rank,
+            open,
+            close,
+            replace: false,
+        }
+    }
+
+    fn point(at: usize, text: String) -> Insertion {
+        Insertion::wrap(at, at, 0, text, String::new())
+    }
+}
+
+/// What the schemes of one function found.
+#[derive(Default)]
+struct Found {
+    sites: Vec<(Scheme, Site)>,
+    insertions: Vec<Insertion>,
 }
 
 struct Context<'a> {
@@ -58,21 +90,48 @@ struct Context<'a> {
     map: LineMap,
     options: &'a Options,
     cwd: &'a Path,
+    unit: &'a Unit,
     /// `__cbi_<signature>`: prefix of the unit's symbols.
     prefix: String,
+    /// `scalar-pairs`' constants, ascending: 0, and with
+    /// `-fcompare-constants` every integer literal of the instrumented
+    /// functions.
+    constants: Vec<i128>,
 }
 
+/// Instruments `text`. Runs on a thread with a deep stack: the data-flow
+/// analysis recurses on the statement tree.
 pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> Instrumented {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("instrument".into())
+            .stack_size(256 << 20)
+            .spawn_scoped(scope, || instrument_here(text, unit, options, cwd))
+            .ok()
+            .and_then(|thread| thread.join().ok())
+    })
+    // Without a thread (or if it panicked: a bug), instrument nothing.
+    .unwrap_or_else(|| Instrumented {
+        text: text.to_vec(),
+        site_counts: Vec::new(),
+        functions_with_errors: unit.functions.iter().map(|f| f.name.clone()).collect(),
+        first_error: Some("internal error in the instrumenter".into()),
+    })
+}
+
+fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> Instrumented {
     let signature: String = Md5::digest(text)
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect();
-    let context = Context {
+    let mut context = Context {
         text,
         map: LineMap::new(text),
         options,
         cwd,
+        unit,
         prefix: format!("__cbi_{signature}"),
+        constants: vec![0],
     };
     let schemes = options.active_schemes();
     let mut tables: Vec<(Scheme, Vec<Site>)> = schemes.iter().map(|&s| (s, Vec::new())).collect();
@@ -80,6 +139,7 @@ pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> In
     let mut functions_with_errors = Vec::new();
     let mut first_error = None;
 
+    let mut instrumented_functions = Vec::new();
     for function in &unit.functions {
         let error = unit
             .errors
@@ -100,19 +160,49 @@ pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> In
             });
             continue;
         }
+        instrumented_functions.push(function);
+    }
+    if options.compare_constants && schemes.contains(&Scheme::ScalarPairs) {
+        context.constants = assignments::unit_constants(&instrumented_functions);
+    }
+    for function in instrumented_functions {
         let numbers = function.statement_numbers();
-        for (scheme, sites) in &mut tables {
-            let found = match scheme {
-                Scheme::Branches => context.branches(function, &numbers, sites.len()),
-                Scheme::Returns => context.returns(function, &numbers, sites.len()),
-                Scheme::FunctionEntries => context.function_entry(function, sites.len()),
-                _ => Vec::new(),
-            };
-            for (site, insertion) in found {
-                sites.push(site);
-                insertions.push(insertion);
+        let mut found = Found::default();
+        for (scheme, sites) in &tables {
+            let first_id = sites.len();
+            match scheme {
+                Scheme::Branches => context.branches(function, &numbers, first_id, &mut found),
+                Scheme::Returns => context.returns(function, &numbers, first_id, &mut found),
+                Scheme::FunctionEntries => context.function_entry(function, first_id, &mut found),
+                Scheme::GObjectUnref => {
+                    context.g_object_unrefs(function, &numbers, first_id, &mut found);
+                }
+                Scheme::Atoms => context.atoms(function, &numbers, first_id, &mut found),
+                _ => {}
             }
         }
+        let ids = |scheme| {
+            tables
+                .iter()
+                .find(|(s, _)| *s == scheme)
+                .map(|(_, sites)| sites.len())
+        };
+        context.assignments(
+            function,
+            &numbers,
+            assignments::FirstIds {
+                scalar_pairs: ids(Scheme::ScalarPairs),
+                bounds: ids(Scheme::Bounds),
+                float_kinds: ids(Scheme::FloatKinds),
+            },
+            &mut found,
+        );
+        for (scheme, site) in found.sites {
+            if let Some((_, sites)) = tables.iter_mut().find(|(s, _)| *s == scheme) {
+                sites.push(site);
+            }
+        }
+        insertions.extend(found.insertions);
     }
 
     let prelude = context.prelude(&signature, &tables);
@@ -136,10 +226,17 @@ pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> In
 /// offset closes come first (innermost first), then points, then opens
 /// (outermost first).
 fn apply_insertions(output: &mut Vec<u8>, text: &[u8], from: usize, insertions: Vec<Insertion>) {
-    let mut events: Vec<(usize, u8, i64, i64, String)> = Vec::with_capacity(insertions.len() * 2);
+    // (offset, class, -other end, rank, text, bytes replaced)
+    let mut events: Vec<(usize, u8, i64, i64, String, usize)> =
+        Vec::with_capacity(insertions.len() * 2);
     for insertion in insertions {
+        if insertion.replace {
+            let length = insertion.end - insertion.start;
+            events.push((insertion.start, 1, 0, 0, insertion.open, length));
+            continue;
+        }
         if insertion.start == insertion.end {
-            events.push((insertion.start, 1, 0, 0, insertion.open));
+            events.push((insertion.start, 1, 0, 0, insertion.open, 0));
             continue;
         }
         let (start, end, rank) = (
@@ -147,16 +244,16 @@ fn apply_insertions(output: &mut Vec<u8>, text: &[u8], from: usize, insertions: 
             insertion.end as i64,
             i64::from(insertion.rank),
         );
-        events.push((insertion.start, 2, -end, rank, insertion.open));
-        events.push((insertion.end, 0, -start, -rank, insertion.close));
+        events.push((insertion.start, 2, -end, rank, insertion.open, 0));
+        events.push((insertion.end, 0, -start, -rank, insertion.close, 0));
     }
     events.sort_by_key(|a| (a.0, a.1, a.2, a.3));
     let mut copied = from;
-    for (offset, _, _, _, snippet) in events {
-        let offset = offset.max(from);
+    for (offset, _, _, _, snippet, replaced) in events {
+        let offset = offset.max(from).max(copied);
         output.extend_from_slice(&text[copied..offset]);
         output.extend_from_slice(snippet.as_bytes());
-        copied = offset;
+        copied = offset + replaced;
     }
     output.extend_from_slice(&text[copied..]);
 }
@@ -168,7 +265,7 @@ impl Context<'_> {
         function: &Function,
         offset: usize,
         statement: u32,
-        text: Option<String>,
+        fields: Vec<String>,
     ) -> Option<Site> {
         let presumed = self.map.presumed(offset)?;
         let absolute = if Path::new(presumed.file).is_absolute() || presumed.file.starts_with('<') {
@@ -192,37 +289,67 @@ impl Context<'_> {
             line: presumed.line,
             function: function.name.clone(),
             statement,
-            text,
+            fields: fields.iter().map(|field| clean_field(field)).collect(),
+            bounds_kind: 0,
         })
     }
 
+    /// A `void` expression that runs `action` (a `void` expression) when
+    /// an event of site `id` of `scheme` is observed: sampled through the
+    /// runtime's countdown unless `-fno-sample`, and followed by the
+    /// site's timestamps if asked for.
+    fn observe(&self, scheme: Scheme, id: usize, action: &str) -> String {
+        let (first, last) = (self.options.timestamp_first, self.options.timestamp_last);
+        let action = if first || last {
+            let table = |wanted: bool, when: &str| {
+                if wanted {
+                    format!("&{}_{}_{when}[{id}]", self.prefix, symbol(scheme))
+                } else {
+                    "0".to_owned()
+                }
+            };
+            format!(
+                "({action}, {}_stamp({}, {}))",
+                self.prefix,
+                table(first, "first"),
+                table(last, "last")
+            )
+        } else {
+            action.to_owned()
+        };
+        if self.options.sample {
+            format!(
+                "(__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample() ? {action} : (void)0)"
+            )
+        } else {
+            action
+        }
+    }
+
+    /// Adds one to counter `selector` of site `id`: atomically where the
+    /// counter may be shared (sampled, or `-fthreads`).
+    fn increment(&self, scheme: Scheme, id: usize, selector: &str) -> String {
+        let counter = format!("{}_{}[{id}][{selector}]", self.prefix, symbol(scheme));
+        if self.options.sample || self.options.threads {
+            format!("(void)__atomic_fetch_add(&{counter}, 1ULL, 0)")
+        } else {
+            format!("(void){counter}++")
+        }
+    }
+
     /// Code counting one event of site `id` of `scheme` in counter
-    /// `selector`: sampled through the runtime's countdown unless
-    /// `-fno-sample`, atomic where the counter may be shared.
+    /// `selector`, as a `void` expression.
+    fn count_expression(&self, scheme: Scheme, id: usize, selector: &str) -> String {
+        self.observe(scheme, id, &self.increment(scheme, id, selector))
+    }
+
+    /// [`Self::count_expression`] as a statement.
     fn count(&self, scheme: Scheme, id: usize, selector: &str) -> String {
         format!("{};", self.count_expression(scheme, id, selector))
     }
 
-    /// [`Self::count`] as a `void` expression.
-    fn count_expression(&self, scheme: Scheme, id: usize, selector: &str) -> String {
-        let counter = format!("{}_{}[{id}][{selector}]", self.prefix, symbol(scheme));
-        let atomic = format!("(void)__atomic_fetch_add(&{counter}, 1ULL, 0)");
-        match (self.options.sample, self.options.threads) {
-            (true, _) => format!(
-                "(__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample() ? {atomic} : (void)0)"
-            ),
-            (false, true) => atomic,
-            (false, false) => format!("(void){counter}++"),
-        }
-    }
-
-    fn branches(
-        &self,
-        function: &Function,
-        numbers: &[u32],
-        first_id: usize,
-    ) -> Vec<(Site, Insertion)> {
-        let mut found = Vec::new();
+    fn branches(&self, function: &Function, numbers: &[u32], first_id: usize, found: &mut Found) {
+        let mut site_id = first_id;
         for (id, node) in function.nodes.iter().enumerate() {
             if !node.condition || !node.evaluated || node.constant || node.start >= node.end {
                 continue;
@@ -232,10 +359,9 @@ impl Context<'_> {
             }
             let statement = numbers[function.enclosing_statement(id)];
             let text = site_text(self.text, node.start, node.end);
-            let Some(site) = self.site(function, node.start, statement, Some(text)) else {
+            let Some(site) = self.site(function, node.start, statement, vec![text]) else {
                 continue;
             };
-            let site_id = first_id + found.len();
             let (open, close) = if self.options.sample {
                 // One countdown check per evaluation, whatever the outcome.
                 let var = format!("__cbi_b{site_id}");
@@ -254,27 +380,16 @@ impl Context<'_> {
                     format!(") ? ({}, 1) : ({}, 0))", count("1"), count("0")),
                 )
             };
-            found.push((
-                site,
-                Insertion {
-                    start: node.start,
-                    end: node.end,
-                    rank: 0,
-                    open,
-                    close,
-                },
-            ));
+            found.sites.push((Scheme::Branches, site));
+            found
+                .insertions
+                .push(Insertion::wrap(node.start, node.end, 0, open, close));
+            site_id += 1;
         }
-        found
     }
 
-    fn returns(
-        &self,
-        function: &Function,
-        numbers: &[u32],
-        first_id: usize,
-    ) -> Vec<(Site, Insertion)> {
-        let mut found = Vec::new();
+    fn returns(&self, function: &Function, numbers: &[u32], first_id: usize, found: &mut Found) {
+        let mut site_id = first_id;
         for (id, node) in function.nodes.iter().enumerate() {
             let NodeKind::Call(call) = &node.kind else {
                 continue;
@@ -295,10 +410,9 @@ impl Context<'_> {
                 None => site_text(self.text, node.start, node.end),
             };
             let statement = numbers[function.enclosing_statement(id)];
-            let Some(site) = self.site(function, node.start, statement, Some(text)) else {
+            let Some(site) = self.site(function, node.start, statement, vec![text]) else {
                 continue;
             };
-            let site_id = first_id + found.len();
             let (result, zero) = (format!("__cbi_r{site_id}"), format!("__cbi_z{site_id}"));
             let open = format!("__extension__ ({{ __auto_type {result} = (");
             // Comparing with a zero of the same type, not a literal 0, keeps
@@ -308,42 +422,33 @@ impl Context<'_> {
                 "); __typeof__({result}) {zero} = 0; {} {result}; }})",
                 self.count(Scheme::Returns, site_id, &selector)
             );
-            found.push((
-                site,
-                Insertion {
-                    start: node.start,
-                    end: node.end,
-                    rank: 1,
-                    open,
-                    close,
-                },
-            ));
+            found.sites.push((Scheme::Returns, site));
+            found
+                .insertions
+                .push(Insertion::wrap(node.start, node.end, 2, open, close));
+            site_id += 1;
         }
-        found
     }
 
-    fn function_entry(&self, function: &Function, first_id: usize) -> Vec<(Site, Insertion)> {
-        let body = function.node(function.body);
-        let Some(site) = self.site(function, function.name_offset, 0, None) else {
-            return Vec::new();
+    fn function_entry(&self, function: &Function, first_id: usize, found: &mut Found) {
+        let Some(site) = self.site(function, function.name_offset, 0, Vec::new()) else {
+            return;
         };
-        // A declaration, so that it may precede the body's declarations
-        // even under -Wdeclaration-after-statement.
+        let count = self.count(Scheme::FunctionEntries, first_id, "0");
+        found.sites.push((Scheme::FunctionEntries, site));
+        found
+            .insertions
+            .push(self.entry_declaration(function, "__cbi_entry", &count));
+    }
+
+    /// A declaration at the start of `function`'s body that runs
+    /// `statements`: a declaration, so that it may precede the body's own
+    /// declarations even under -Wdeclaration-after-statement.
+    fn entry_declaration(&self, function: &Function, name: &str, statements: &str) -> Insertion {
         let open = format!(
-            "__extension__ __attribute__((__unused__)) _Bool __cbi_entry = ({{ {} 0; }});",
-            self.count(Scheme::FunctionEntries, first_id, "0")
+            "__extension__ __attribute__((__unused__)) _Bool {name} = ({{ {statements} 0; }});"
         );
-        let at = body.start + 1;
-        vec![(
-            site,
-            Insertion {
-                start: at,
-                end: at,
-                rank: 0,
-                open,
-                close: String::new(),
-            },
-        )]
+        Insertion::point(function.node(function.body).start + 1, open)
     }
 
     /// Declarations of the runtime's interface, the unit's counters and
@@ -357,15 +462,81 @@ impl Context<'_> {
              extern void __cbi_register_unit(void *) __asm__(\"cbi_registerUnit\");\n\
              extern void __cbi_unregister_unit(void *) __asm__(\"cbi_unregisterUnit\");\n",
         );
+        out.push_str(
+            "extern unsigned long long __cbi_next_timestamp(void) __asm__(\"cbi_nextTimestamp\");\n\
+             extern int __cbi_atoms_observe(const void *) __asm__(\"cbi_atomsObserve\");\n\
+             extern int __cbi_g_object_classify(const void *) \
+             __asm__(\"cbi_gObjectUnrefClassify\");\n",
+        );
         let hidden = "__attribute__((__visibility__(\"hidden\"), __weak__))";
+        let helper = "static __inline__ __attribute__((__always_inline__, __unused__)) void";
         for (scheme, sites) in tables {
-            let arity = counters_per_site(*scheme);
+            let arity = values_per_site(*scheme);
+            let name = format!("{prefix}_{}", symbol(*scheme));
+            if *scheme == Scheme::Bounds {
+                // Rows of (min, max, kind) start at (max, min) of the kind,
+                // so that a site never observed reads min > max.
+                let rows: Vec<String> = sites
+                    .iter()
+                    .map(|site| match site.bounds_kind {
+                        BOUNDS_SIGNED => {
+                            format!(
+                                "{{0x7fffffffffffffffULL, 0x8000000000000000ULL, {BOUNDS_SIGNED}}}"
+                            )
+                        }
+                        kind => format!("{{0xffffffffffffffffULL, 0, {kind}}}"),
+                    })
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{hidden} unsigned long long {name}[{}][3] = {{{}}};",
+                    sites.len(),
+                    rows.join(", ")
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "{hidden} unsigned long long {name}[{}][{arity}];",
+                    sites.len()
+                );
+            }
+            for (wanted, when) in [
+                (self.options.timestamp_first, "first"),
+                (self.options.timestamp_last, "last"),
+            ] {
+                if wanted {
+                    let _ = writeln!(
+                        out,
+                        "{hidden} unsigned long long {name}_{when}[{}];",
+                        sites.len()
+                    );
+                }
+            }
+        }
+        if self.options.timestamp_first || self.options.timestamp_last {
+            // One tick of the process-wide clock per observation; "first"
+            // keeps the tick of the first one.
             let _ = writeln!(
                 out,
-                "{hidden} unsigned long long {prefix}_{}[{}][{arity}];",
-                symbol(*scheme),
-                sites.len()
+                "{helper} {prefix}_stamp(unsigned long long *first, unsigned long long *last) \
+                 {{ unsigned long long now = __cbi_next_timestamp(), never = 0; \
+                 if (first) __atomic_compare_exchange_n(first, &never, now, 0, 0, 0); \
+                 if (last) __atomic_store_n(last, now, 0); }}"
             );
+        }
+        if tables.iter().any(|(scheme, _)| *scheme == Scheme::Bounds) {
+            // Running minimum and maximum, correct under concurrency.
+            for (suffix, ty) in [("signed", "long long"), ("unsigned", "unsigned long long")] {
+                let _ = writeln!(
+                    out,
+                    "{helper} {prefix}_bound_{suffix}(unsigned long long *row, {ty} value) \
+                     {{ {ty} *min = ({ty} *)&row[0], *max = ({ty} *)&row[1]; \
+                     {ty} seen = __atomic_load_n(min, 0); \
+                     while (value < seen && !__atomic_compare_exchange_n(min, &seen, value, 1, 0, 0)) ; \
+                     seen = __atomic_load_n(max, 0); \
+                     while (value > seen && !__atomic_compare_exchange_n(max, &seen, value, 1, 0, 0)) ; }}"
+                );
+            }
         }
         let bytes: Vec<String> = (0..16)
             .map(|i| format!("0x{}", &signature[2 * i..2 * i + 2]))
@@ -382,13 +553,27 @@ impl Context<'_> {
             tables.len()
         );
         for (scheme, sites) in tables {
+            let name = format!("{prefix}_{}", symbol(*scheme));
+            let stamps = |wanted: bool, when: &str| {
+                if wanted {
+                    format!("{name}_{when}")
+                } else {
+                    "0".to_owned()
+                }
+            };
             let _ = writeln!(
                 out,
-                "  {{ \"{}\", 0, {}, {}, 0, {prefix}_{}, 0, 0 }},",
+                "  {{ \"{}\", {}, {}, {}, 0, {name}, {}, {} }},",
                 scheme.name(),
-                counters_per_site(*scheme),
+                if *scheme == Scheme::Bounds {
+                    BOUNDS_MIXED
+                } else {
+                    0
+                },
+                values_per_site(*scheme),
                 sites.len(),
-                symbol(*scheme)
+                stamps(self.options.timestamp_first, "first"),
+                stamps(self.options.timestamp_last, "last"),
             );
         }
         out.push_str("};\n");
@@ -416,9 +601,9 @@ impl Context<'_> {
                     "{}\t{}\t{}\t{}",
                     site.file, site.line, site.function, site.statement
                 );
-                if let Some(text) = &site.text {
+                for field in &site.fields {
                     line.push('\t');
-                    line.push_str(text);
+                    line.push_str(field);
                 }
                 lines.push(line);
             }
@@ -471,10 +656,18 @@ fn symbol(scheme: Scheme) -> String {
     scheme.name().replace('-', "_")
 }
 
-fn counters_per_site(scheme: Scheme) -> usize {
+/// `enum cbi_values_kind` of `sampler.h`.
+const BOUNDS_SIGNED: u8 = 1;
+const BOUNDS_UNSIGNED: u8 = 2;
+const BOUNDS_POINTER: u8 = 3;
+const BOUNDS_MIXED: u8 = 4;
+
+/// Values in a row of a scheme's table: its counters, or for `bounds`
+/// (min, max, kind).
+fn values_per_site(scheme: Scheme) -> usize {
     match scheme.sample_kind() {
         sampler_formats::SampleKind::Counters(n) => n,
-        sampler_formats::SampleKind::Bounds => 2,
+        sampler_formats::SampleKind::Bounds => 3,
     }
 }
 
@@ -520,12 +713,8 @@ mod tests {
     fn insertions_nest() {
         let text = b"if (f(x)) y;";
         let mut out = Vec::new();
-        let wrap = |start, end, rank, open: &str, close: &str| Insertion {
-            start,
-            end,
-            rank,
-            open: open.into(),
-            close: close.into(),
+        let wrap = |start, end, rank, open: &str, close: &str| {
+            Insertion::wrap(start, end, rank, open.into(), close.into())
         };
         apply_insertions(
             &mut out,

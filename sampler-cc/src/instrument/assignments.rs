@@ -1,0 +1,647 @@
+//! The schemes that observe assigned values: `scalar-pairs` (the new value
+//! against every other value of its type in scope), `bounds` (running
+//! minimum and maximum) and `float-kinds` (the class of a floating-point
+//! value).
+//!
+//! An assignment is rewritten so that the new value is computed into a
+//! temporary `V`, observed, then stored, with the user's own operator (and
+//! hence gcc's own diagnostics) applied once:
+//!
+//! | form | becomes |
+//! |---|---|
+//! | `x = e` | `x = ({ T V; V = (e); sites V; })` |
+//! | `x += e` | `x = ({ T V = x; V += (e); sites V; })` |
+//! | `x++` | `(({ T V = x; ++V; sites }), x++)` |
+//! | `T x = e;` | `T x = ({ T V = (e); sites V; });` |
+//!
+//! where `T` is `__typeof__(x)`. Compound assignments and increments of
+//! anything but a plain variable are only rewritten when the lvalue has no
+//! side effects, since it is read twice.
+
+use std::collections::{HashMap, HashSet};
+
+use sampler_formats::Scheme;
+
+use super::{BOUNDS_POINTER, BOUNDS_SIGNED, BOUNDS_UNSIGNED, Context, Found, Insertion};
+use crate::dataflow::{self, is_assignment};
+use crate::frontend::{Function, NodeId, NodeKind, Storage, TypeClass, ValueType, Variable};
+use crate::preprocessed::site_text;
+
+/// The next site id of each assignment scheme that is active.
+pub(super) struct FirstIds {
+    pub scalar_pairs: Option<usize>,
+    pub bounds: Option<usize>,
+    pub float_kinds: Option<usize>,
+}
+
+/// How the assignment is written.
+enum Form {
+    /// `lvalue = value`
+    Assign { value: NodeId },
+    /// `lvalue op= value`, with the operator's extent.
+    Compound {
+        value: NodeId,
+        operator: (usize, usize),
+        op: String,
+    },
+    /// `++`/`--`, prefix or postfix.
+    Step { op: String },
+    /// An initialised local declaration.
+    Declaration { value: NodeId },
+}
+
+/// What an assignment stores into.
+struct Target<'f> {
+    /// The lvalue as the site table shows it.
+    text: String,
+    /// The lvalue as C for `__typeof__` and rereading.
+    code: String,
+    host: &'static str,
+    offset: &'static str,
+    ty: ValueType,
+    /// The variable itself, for a whole named variable.
+    variable: Option<&'f Variable>,
+}
+
+/// Whether a variable's name is one the user wrote: not a reserved name of
+/// the implementation (`__x`, as glibc's macros declare) nor ours.
+pub(super) fn is_user_name(name: &str) -> bool {
+    !name.starts_with("__") && !name.starts_with("cbi_")
+}
+
+/// `scalar-pairs`' constant pool with `-fcompare-constants`: 0 and every
+/// integer literal (negated under a unary minus) of `functions`, ascending.
+pub(super) fn unit_constants(functions: &[&Function]) -> Vec<i128> {
+    let mut constants = vec![0];
+    for function in functions {
+        for node in &function.nodes {
+            let NodeKind::IntegerLiteral(value) = node.kind else {
+                continue;
+            };
+            if !node.evaluated {
+                continue;
+            }
+            let negated = node.parent.and_then(|p| strip_up(function, p)).is_some_and(
+                |p| matches!(&function.node(p).kind, NodeKind::Unary(op) if op == "-"),
+            );
+            constants.push(if negated { -value } else { value });
+        }
+    }
+    constants.sort_unstable();
+    constants.dedup();
+    constants
+}
+
+/// The first ancestor-or-self of `id` that is not a parenthesis or an
+/// implicit conversion.
+fn strip_up(function: &Function, mut id: NodeId) -> Option<NodeId> {
+    loop {
+        let node = function.node(id);
+        if !matches!(node.kind, NodeKind::Paren | NodeKind::Implicit) {
+            return Some(id);
+        }
+        id = node.parent?;
+    }
+}
+
+/// `id` without the parentheses and implicit conversions around it.
+pub(super) fn strip_down(function: &Function, mut id: NodeId) -> NodeId {
+    loop {
+        let node = function.node(id);
+        match (&node.kind, node.children.as_slice()) {
+            (NodeKind::Paren | NodeKind::Implicit, [only]) => id = *only,
+            _ => return id,
+        }
+    }
+}
+
+/// Keys of the variables whose address is taken with `&` in `function`.
+pub(super) fn address_taken(function: &Function) -> HashSet<usize> {
+    let mut taken = HashSet::new();
+    for node in &function.nodes {
+        if matches!(&node.kind, NodeKind::Unary(op) if op == "&")
+            && let Some(&operand) = node.children.first()
+            && let NodeKind::VarRef(key) = function.node(strip_down(function, operand)).kind
+        {
+            taken.insert(key);
+        }
+    }
+    taken
+}
+
+/// Whether evaluating `id` twice is the same as once: no calls,
+/// assignments, increments or statement expressions inside.
+fn is_pure(function: &Function, id: NodeId) -> bool {
+    let mut stack = vec![id];
+    while let Some(id) = stack.pop() {
+        let node = function.node(id);
+        let impure = match &node.kind {
+            NodeKind::Call(_) | NodeKind::StmtExpr => true,
+            NodeKind::Binary(op) => is_assignment(op),
+            NodeKind::Unary(op) => op == "++" || op == "--",
+            _ => false,
+        };
+        if impure || node.ty.as_ref().is_some_and(|ty| ty.is_volatile) {
+            return false;
+        }
+        stack.extend(&node.children);
+    }
+    true
+}
+
+impl Context<'_> {
+    /// The variable a key names: a local or parameter of `function`, or a
+    /// global.
+    pub(super) fn variable<'f>(
+        &'f self,
+        function: &'f Function,
+        key: usize,
+    ) -> Option<&'f Variable> {
+        function
+            .locals
+            .iter()
+            .find(|v| v.key == key)
+            .or_else(|| self.unit.globals.iter().find(|v| v.key == key))
+    }
+
+    /// `local` or `global` for a named variable the user wrote, `mem` for
+    /// memory reached through a pointer; `None` for anything else (a call's
+    /// result, a compound literal).
+    fn host(&self, function: &Function, id: NodeId) -> Option<&'static str> {
+        let id = strip_down(function, id);
+        let node = function.node(id);
+        match &node.kind {
+            NodeKind::VarRef(key) => {
+                let variable = self.variable(function, *key)?;
+                if !is_user_name(&variable.name) {
+                    return None;
+                }
+                Some(if variable.storage == Storage::Global {
+                    "global"
+                } else {
+                    "local"
+                })
+            }
+            NodeKind::Member { arrow: true, .. } | NodeKind::Subscript { array_base: false } => {
+                Some("mem")
+            }
+            NodeKind::Unary(op) if op == "*" => Some("mem"),
+            NodeKind::Member { arrow: false, .. } | NodeKind::Subscript { array_base: true } => {
+                self.host(function, *node.children.first()?)
+            }
+            _ => None,
+        }
+    }
+
+    /// The target of an assignment to `lvalue`, if the options make it a
+    /// site.
+    fn target<'f>(
+        &'f self,
+        function: &'f Function,
+        lvalue: NodeId,
+        rereads: bool,
+    ) -> Option<Target<'f>> {
+        let id = strip_down(function, lvalue);
+        let node = function.node(id);
+        let (host, offset, variable) = match &node.kind {
+            NodeKind::VarRef(key) => {
+                let variable = self.variable(function, *key)?;
+                (self.host(function, id)?, "direct", Some(variable))
+            }
+            NodeKind::Member {
+                bit_field: false, ..
+            } => (self.host(function, id)?, "field", None),
+            NodeKind::Subscript { array_base: true } => (self.host(function, id)?, "index", None),
+            NodeKind::Subscript { array_base: false } => ("mem", "direct", None),
+            NodeKind::Unary(op) if op == "*" => ("mem", "direct", None),
+            _ => return None,
+        };
+        let options = self.options;
+        let allowed = match (host, offset) {
+            (_, "field") if !options.assign_into_field => false,
+            (_, "index") if !options.assign_into_index => false,
+            ("mem", _) => options.assign_across_pointer,
+            _ => true,
+        };
+        let ty = variable.map(|v| v.ty.clone()).or_else(|| node.ty.clone())?;
+        if !allowed || ty.is_volatile || ty.is_const || ty.class == TypeClass::Other {
+            return None;
+        }
+        let code = match variable {
+            Some(variable) => variable.name.clone(),
+            None => {
+                let raw = &self.text[node.start..node.end];
+                if raw.contains(&b'\n') || (rereads && !is_pure(function, id)) {
+                    return None;
+                }
+                String::from_utf8(raw.to_vec()).ok()?
+            }
+        };
+        Some(Target {
+            text: site_text(self.text, node.start, node.end),
+            code,
+            host,
+            offset,
+            ty,
+            variable,
+        })
+    }
+
+    /// Finds the assignments of `function` and adds the sites of the active
+    /// assignment schemes.
+    pub(super) fn assignments(
+        &self,
+        function: &Function,
+        numbers: &[u32],
+        mut ids: FirstIds,
+        found: &mut Found,
+    ) {
+        if ids.scalar_pairs.is_none() && ids.bounds.is_none() && ids.float_kinds.is_none() {
+            return;
+        }
+        if let Some(first) = ids.float_kinds.as_mut() {
+            self.float_parameters(function, first, found);
+        }
+        let mut assignments: Vec<(NodeId, Form, Target<'_>)> = Vec::new();
+        for (id, node) in function.nodes.iter().enumerate() {
+            if !node.evaluated {
+                continue;
+            }
+            let children = node.children.as_slice();
+            let (form, lvalue_target) = match (&node.kind, children) {
+                (NodeKind::Binary(op), [lvalue, value]) if op == "=" => (
+                    Form::Assign { value: *value },
+                    self.target(function, *lvalue, false),
+                ),
+                (NodeKind::Binary(op), [lvalue, value]) if is_assignment(op) => {
+                    let at =
+                        crate::preprocessed::skip_trivia(self.text, function.node(*lvalue).end);
+                    let form = Form::Compound {
+                        value: *value,
+                        operator: (at, at + op.len()),
+                        op: op.clone(),
+                    };
+                    let ok = self.text.get(at..at + op.len()) == Some(op.as_bytes());
+                    (form, self.target(function, *lvalue, true).filter(|_| ok))
+                }
+                (NodeKind::Unary(op), [lvalue]) if op == "++" || op == "--" => (
+                    Form::Step { op: op.clone() },
+                    self.target(function, *lvalue, true),
+                ),
+                (
+                    NodeKind::Decl {
+                        key,
+                        initialised: true,
+                    },
+                    [.., value],
+                ) => {
+                    let target = self.variable(function, *key).and_then(|variable| {
+                        let ty = &variable.ty;
+                        let usable = is_user_name(&variable.name)
+                            && !ty.is_volatile
+                            && ty.class != TypeClass::Other
+                            && self.text.get(function.node(*value).start) != Some(&b'{');
+                        usable.then(|| Target {
+                            text: variable.name.clone(),
+                            code: variable.name.clone(),
+                            host: "local",
+                            offset: "direct",
+                            ty: ty.clone(),
+                            variable: Some(variable),
+                        })
+                    });
+                    (Form::Declaration { value: *value }, target)
+                }
+                _ => continue,
+            };
+            if let Some(target) = lvalue_target {
+                assignments.push((id, form, target));
+            }
+        }
+        if assignments.is_empty() {
+            return;
+        }
+        let taken = address_taken(function);
+        let tracked: HashMap<usize, usize> = function
+            .locals
+            .iter()
+            .filter(|v| v.storage == Storage::Local && !taken.contains(&v.key))
+            .enumerate()
+            .map(|(index, v)| (v.key, index))
+            .collect();
+        let initialised = if ids.scalar_pairs.is_some() && !tracked.is_empty() {
+            let points: Vec<NodeId> = assignments.iter().map(|(id, ..)| *id).collect();
+            dataflow::initialised_at(function, &tracked, &points)
+        } else {
+            Vec::new()
+        };
+        for (index, (id, form, target)) in assignments.into_iter().enumerate() {
+            let node = function.node(id);
+            let at = match (&form, target.variable) {
+                (Form::Declaration { .. }, Some(variable)) => variable.key,
+                _ => node.start,
+            };
+            let statement = numbers[function.enclosing_statement(id)];
+            let value = format!("__cbi_v{id}");
+            let mut code = String::new();
+            let fields = || {
+                vec![
+                    target.text.clone(),
+                    target.host.to_owned(),
+                    target.offset.to_owned(),
+                ]
+            };
+            if let Some(next) = ids.scalar_pairs.as_mut()
+                && target.ty.class.is_discrete()
+            {
+                let declaration = matches!(form, Form::Declaration { .. });
+                let visible = |candidate: &Variable| -> Option<&'static str> {
+                    if declaration && target.variable.is_some_and(|v| v.key == candidate.key) {
+                        return None;
+                    }
+                    match candidate.storage {
+                        Storage::Global => Some("global"),
+                        Storage::Parameter | Storage::StaticLocal => Some("local-init"),
+                        Storage::Local => match tracked.get(&candidate.key) {
+                            None => Some("local-init"),
+                            Some(&bit) => {
+                                let state = initialised.get(index)?;
+                                if state.must.contains(bit) {
+                                    Some("local-init")
+                                } else if state.may.contains(bit) && !candidate.register {
+                                    Some("local-uninit")
+                                } else {
+                                    None
+                                }
+                            }
+                        },
+                    }
+                };
+                for (candidate, kind) in self.candidates(function, at, &target.ty, visible) {
+                    let Some(site) = self.site(function, at, statement, {
+                        let mut f = fields();
+                        f.push(candidate.clone());
+                        f.push(kind.to_owned());
+                        f
+                    }) else {
+                        continue;
+                    };
+                    let other = match kind {
+                        "const" => constant_code(&candidate),
+                        // A read gcc does not follow: reading a variable that
+                        // may be uninitialised must not add a
+                        // -Wmaybe-uninitialized warning.
+                        "local-uninit" => {
+                            format!("*(volatile __typeof__({candidate}) *)&{candidate}")
+                        }
+                        _ => candidate,
+                    };
+                    let compare = format!(
+                        "__extension__ ({{ __typeof__({value}) __cbi_o = {other}; {}; }})",
+                        self.increment(
+                            Scheme::ScalarPairs,
+                            *next,
+                            &format!("({value} > __cbi_o) + ({value} >= __cbi_o)")
+                        )
+                    );
+                    code.push_str(&self.observe(Scheme::ScalarPairs, *next, &compare));
+                    code.push_str("; ");
+                    found.sites.push((Scheme::ScalarPairs, site));
+                    *next += 1;
+                }
+            }
+            if let Some(next) = ids.bounds.as_mut()
+                && target.ty.class.is_discrete()
+                && target.ty.bits <= 64
+                && let Some(mut site) = self.site(function, at, statement, fields())
+            {
+                let (kind, helper, cast) = match target.ty.class {
+                    TypeClass::SignedInteger | TypeClass::Enum => {
+                        (BOUNDS_SIGNED, "signed", "(long long)")
+                    }
+                    TypeClass::Pointer => (
+                        BOUNDS_POINTER,
+                        "unsigned",
+                        "(unsigned long long)(unsigned long)",
+                    ),
+                    _ => (BOUNDS_UNSIGNED, "unsigned", "(unsigned long long)"),
+                };
+                site.bounds_kind = kind;
+                let update = format!(
+                    "{}_bound_{helper}({}_bounds[{next}], {cast}{value})",
+                    self.prefix, self.prefix
+                );
+                code.push_str(&self.observe(Scheme::Bounds, *next, &update));
+                code.push_str("; ");
+                found.sites.push((Scheme::Bounds, site));
+                *next += 1;
+            }
+            if let Some(next) = ids.float_kinds.as_mut()
+                && target.ty.class == TypeClass::Float
+                && let Some(site) = self.site(function, at, statement, fields())
+            {
+                code.push_str(&self.float_observation(*next, &value));
+                code.push_str("; ");
+                found.sites.push((Scheme::FloatKinds, site));
+                *next += 1;
+            }
+            if code.is_empty() {
+                continue;
+            }
+            found
+                .insertions
+                .extend(rewrite(function, id, &form, &target, &value, &code));
+        }
+    }
+
+    /// `float-kinds` sites for the floating-point parameters, observed at
+    /// the function's entry.
+    fn float_parameters(&self, function: &Function, next: &mut usize, found: &mut Found) {
+        for parameter in &function.locals {
+            if parameter.storage != Storage::Parameter
+                || parameter.ty.class != TypeClass::Float
+                || !is_user_name(&parameter.name)
+            {
+                continue;
+            }
+            let fields = vec![parameter.name.clone(), "local".into(), "direct".into()];
+            let Some(site) = self.site(function, parameter.key, 0, fields) else {
+                continue;
+            };
+            let statements = format!("{};", self.float_observation(*next, &parameter.name));
+            let name = format!("__cbi_fk{}", *next);
+            found
+                .insertions
+                .push(self.entry_declaration(function, &name, &statements));
+            found.sites.push((Scheme::FloatKinds, site));
+            *next += 1;
+        }
+    }
+
+    /// Counts the class of floating-point `value` for site `id`: 0 -inf,
+    /// 1 negative normal, 2 negative subnormal, 3 -0, 4 NaN, 5 +0,
+    /// 6 positive subnormal, 7 positive normal, 8 +inf. Classified in its
+    /// own type (a `float` subnormal is normal as a `long double`), with no
+    /// floating-point comparison (-Wfloat-equal).
+    fn float_observation(&self, id: usize, value: &str) -> String {
+        let count = self.increment(
+            Scheme::FloatKinds,
+            id,
+            &format!("__cbi_k != 4 && __builtin_signbit({value}) ? 8 - __cbi_k : __cbi_k"),
+        );
+        let classify = format!(
+            "__extension__ ({{ int __cbi_k = __builtin_fpclassify(4, 8, 7, 6, 5, {value}); {count}; }})"
+        );
+        self.observe(Scheme::FloatKinds, id, &classify)
+    }
+
+    /// The values `scalar-pairs` compares a new value of type `ty` with at
+    /// offset `at`, each with its kind: the variables of the same type
+    /// visible there (globals declared earlier, parameters, locals in
+    /// scope, each unless shadowed), as `kind_of` classifies them, then the
+    /// constants.
+    fn candidates(
+        &self,
+        function: &Function,
+        at: usize,
+        ty: &ValueType,
+        kind_of: impl Fn(&Variable) -> Option<&'static str>,
+    ) -> Vec<(String, &'static str)> {
+        let locals: Vec<&Variable> = function
+            .locals
+            .iter()
+            .filter(|v| v.key <= at && at < v.scope_end)
+            .collect();
+        // Of two visible declarations of a name, the later one is the
+        // inner one.
+        let innermost: HashMap<&str, usize> = locals.iter().fold(HashMap::new(), |mut map, v| {
+            let key = map.entry(v.name.as_str()).or_insert(v.key);
+            *key = (*key).max(v.key);
+            map
+        });
+        let globals = self.unit.globals.iter().filter(|v| {
+            v.key < function.start
+                && !innermost.contains_key(v.name.as_str())
+                && self.map.presumed(v.key).is_some_and(|p| !p.system)
+        });
+        let locals = locals
+            .iter()
+            .copied()
+            .filter(|v| innermost.get(v.name.as_str()) == Some(&v.key));
+        let mut out = Vec::new();
+        for variable in globals.chain(locals) {
+            if variable.ty.key != ty.key || variable.ty.is_volatile || !is_user_name(&variable.name)
+            {
+                continue;
+            }
+            if let Some(kind) = kind_of(variable) {
+                out.push((variable.name.clone(), kind));
+            }
+        }
+        match ty.class {
+            TypeClass::Pointer => out.push((format!("({})0", ty.spelling), "const")),
+            TypeClass::UnsignedInteger => {
+                let max = if ty.spelling == "_Bool" {
+                    1
+                } else {
+                    (1i128 << ty.bits.min(127)) - 1
+                };
+                for &constant in self.constants.iter().filter(|&&c| (0..=max).contains(&c)) {
+                    out.push((format!("{constant}ULL"), "const"));
+                }
+            }
+            _ => {
+                let half = 1i128 << ty.bits.clamp(1, 127).saturating_sub(1);
+                for &constant in self
+                    .constants
+                    .iter()
+                    .filter(|&&c| (-half..half).contains(&c))
+                {
+                    out.push((format!("{constant}LL"), "const"));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A constant of the site table as C: `(T)0` is `0` once assigned to a
+/// temporary of type T; literals stay as they are.
+fn constant_code(text: &str) -> String {
+    if text.starts_with('(') {
+        "0".to_owned()
+    } else if text == format!("{}LL", i64::MIN) {
+        // Not a literal C can write: its magnitude overflows.
+        "(-0x7fffffffffffffffLL - 1)".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
+/// The insertions that rewrite assignment `id` so that `observe` runs
+/// between computing the new value (into `value`) and storing it.
+fn rewrite(
+    function: &Function,
+    id: NodeId,
+    form: &Form,
+    target: &Target<'_>,
+    value: &str,
+    observe: &str,
+) -> Vec<Insertion> {
+    let ty = format!("__typeof__({})", target.code);
+    let lvalue = &target.code;
+    let node = function.node(id);
+    match form {
+        Form::Assign { value: rhs } => {
+            let rhs = function.node(*rhs);
+            vec![Insertion::wrap(
+                rhs.start,
+                rhs.end,
+                1,
+                format!("__extension__ ({{ {ty} {value}; {value} = ("),
+                format!("); {observe}{value}; }})"),
+            )]
+        }
+        Form::Compound {
+            value: rhs,
+            operator: (start, end),
+            op,
+        } => {
+            let rhs = function.node(*rhs);
+            vec![
+                Insertion {
+                    start: *start,
+                    end: *end,
+                    rank: 0,
+                    open: "=".to_owned(),
+                    close: String::new(),
+                    replace: true,
+                },
+                Insertion::wrap(
+                    rhs.start,
+                    rhs.end,
+                    1,
+                    format!("__extension__ ({{ {ty} {value} = {lvalue}; {value} {op} ("),
+                    format!("); {observe}{value}; }})"),
+                ),
+            ]
+        }
+        Form::Step { op } => vec![Insertion::wrap(
+            node.start,
+            node.end,
+            1,
+            format!("(__extension__ ({{ {ty} {value} = {lvalue}; {op}{value}; {observe}}}), "),
+            ")".to_owned(),
+        )],
+        Form::Declaration { value: init } => {
+            let init = function.node(*init);
+            vec![Insertion::wrap(
+                init.start,
+                init.end,
+                1,
+                format!("__extension__ ({{ {ty} {value} = ("),
+                format!("); {observe}{value}; }})"),
+            )]
+        }
+    }
+}
