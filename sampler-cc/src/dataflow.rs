@@ -205,19 +205,19 @@ impl Graph<'_> {
                 let Some((&condition, branches)) = children.split_first() else {
                     return;
                 };
-                self.visit(condition);
-                let head = self.current;
                 let join = self.new_block();
-                for &branch in branches.iter().take(2) {
-                    let start = self.new_block();
-                    self.edge(head, start);
-                    self.current = start;
+                let (then, otherwise) = (self.new_block(), self.new_block());
+                self.branch(condition, then, otherwise);
+                self.current = then;
+                if let Some(&branch) = branches.first() {
                     self.visit(branch);
-                    self.edge(self.current, join);
                 }
-                if branches.len() < 2 {
-                    self.edge(head, join);
+                self.edge(self.current, join);
+                self.current = otherwise;
+                if let Some(&branch) = branches.get(1) {
+                    self.visit(branch);
                 }
+                self.edge(self.current, join);
                 self.current = join;
             }
             NodeKind::While => {
@@ -227,10 +227,8 @@ impl Graph<'_> {
                 let head = self.new_block();
                 self.edge(self.current, head);
                 self.current = head;
-                self.visit(*condition);
                 let (start, exit) = (self.new_block(), self.new_block());
-                self.edge(self.current, start);
-                self.edge(self.current, exit);
+                self.branch(*condition, start, exit);
                 self.loop_body(*body, start, exit, head);
                 self.current = exit;
             }
@@ -242,9 +240,7 @@ impl Graph<'_> {
                 self.edge(self.current, start);
                 self.loop_body(*body, start, exit, test);
                 self.current = test;
-                self.visit(*condition);
-                self.edge(self.current, start);
-                self.edge(self.current, exit);
+                self.branch(*condition, start, exit);
                 self.current = exit;
             }
             NodeKind::For { first_semicolon } => {
@@ -264,13 +260,10 @@ impl Graph<'_> {
                 let head = self.new_block();
                 self.edge(self.current, head);
                 self.current = head;
-                if let Some(&condition) = condition {
-                    self.visit(condition);
-                }
                 let (start, next, exit) = (self.new_block(), self.new_block(), self.new_block());
-                self.edge(self.current, start);
-                if condition.is_some() {
-                    self.edge(self.current, exit);
+                match condition {
+                    Some(&condition) => self.branch(condition, start, exit),
+                    None => self.edge(self.current, start),
                 }
                 self.loop_body(body, start, exit, next);
                 self.current = next;
@@ -352,35 +345,29 @@ impl Graph<'_> {
                 }
             }
             NodeKind::Binary(op) if op == "&&" || op == "||" => {
-                let [left, right] = children else {
-                    return self.visit_all(children);
-                };
-                self.visit(*left);
-                let head = self.current;
-                let (start, join) = (self.new_block(), self.new_block());
-                self.edge(head, start);
-                self.edge(head, join);
-                self.current = start;
-                self.visit(*right);
-                self.edge(self.current, join);
+                let join = self.new_block();
+                self.branch(id, join, join);
                 self.current = join;
             }
             NodeKind::Conditional => {
                 let Some((&condition, arms)) = children.split_first() else {
                     return;
                 };
-                self.visit(condition);
-                let head = self.current;
                 let join = self.new_block();
-                if arms.len() < 2 {
-                    // `a ?: b`: the value of `a` or else `b`.
-                    self.edge(head, join);
-                }
-                for &arm in arms {
-                    let start = self.new_block();
-                    self.edge(head, start);
-                    self.current = start;
-                    self.visit(arm);
+                if let [then, otherwise] = arms {
+                    let (start_then, start_else) = (self.new_block(), self.new_block());
+                    self.branch(condition, start_then, start_else);
+                    for (start, arm) in [(start_then, then), (start_else, otherwise)] {
+                        self.current = start;
+                        self.visit(*arm);
+                        self.edge(self.current, join);
+                    }
+                } else {
+                    // `a ?: b`: the value of `a`, or else `b`.
+                    let start_else = self.new_block();
+                    self.branch(condition, join, start_else);
+                    self.current = start_else;
+                    self.visit_all(arms);
                     self.edge(self.current, join);
                 }
                 self.current = join;
@@ -411,6 +398,35 @@ impl Graph<'_> {
             }
             NodeKind::Opaque => {}
             _ => self.visit_all(children),
+        }
+    }
+
+    /// Evaluates condition `id` from the current block and continues at
+    /// `on_true` or `on_false`, following the short circuits of `&&`,
+    /// `||` and `!` as C does.
+    fn branch(&mut self, id: NodeId, on_true: usize, on_false: usize) {
+        let function = self.function;
+        let node = function.node(id);
+        match (&node.kind, node.children.as_slice()) {
+            (NodeKind::Paren | NodeKind::Implicit, [only]) => self.branch(*only, on_true, on_false),
+            (NodeKind::Unary(op), [only]) if op == "!" => self.branch(*only, on_false, on_true),
+            (NodeKind::Binary(op), [left, right]) if op == "&&" || op == "||" => {
+                let middle = self.new_block();
+                if op == "&&" {
+                    self.branch(*left, middle, on_false);
+                } else {
+                    self.branch(*left, on_true, middle);
+                }
+                self.current = middle;
+                self.branch(*right, on_true, on_false);
+            }
+            _ => {
+                self.visit(id);
+                self.edge(self.current, on_true);
+                if on_false != on_true {
+                    self.edge(self.current, on_false);
+                }
+            }
         }
     }
 

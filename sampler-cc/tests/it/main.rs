@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 mod drop_in;
 mod project;
 mod schemes;
+mod values;
 
 /// Every scheme sampler-cc implements, strict as every test is.
 const ALL_SCHEMES: [&str; 4] = [

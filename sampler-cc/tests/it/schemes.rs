@@ -5,7 +5,7 @@ use super::*;
 
 /// Builds `source` as `prog` with `flags`, runs it with `args`, and
 /// returns the resolved sites (without the binary, unit and lab columns).
-fn sites_of(source: &str, flags: &[&str], args: &[&str]) -> Vec<String> {
+pub(super) fn sites_of(source: &str, flags: &[&str], args: &[&str]) -> Vec<String> {
     let lab = Lab::new();
     lab.write("prog.c", source);
     let mut all = vec![
