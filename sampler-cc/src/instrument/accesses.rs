@@ -170,6 +170,25 @@ impl Context<'_> {
     }
 }
 
+/// Keys of the variables the user's code reads somewhere in `unit` (its
+/// value, or its address). Only those are compared with or reread: a
+/// read of ours would silence gcc's -Wunused-parameter, -Wunused-variable
+/// and -Wunused-but-set-variable.
+pub(super) fn user_reads(unit: &crate::frontend::Unit) -> std::collections::HashSet<usize> {
+    let mut read = std::collections::HashSet::new();
+    for function in &unit.functions {
+        for (id, node) in function.nodes.iter().enumerate() {
+            if let NodeKind::VarRef(key) = node.kind
+                && node.evaluated
+                && access(function, id).is_none_or(|(reads, _)| reads)
+            {
+                read.insert(key);
+            }
+        }
+    }
+    read
+}
+
 /// How lvalue `id` is accessed: (read, write), or `None` when it is only
 /// addressed (`&x`, an array or struct base).
 fn access(function: &Function, id: NodeId) -> Option<(bool, bool)> {

@@ -228,6 +228,9 @@ impl Context<'_> {
             return None;
         }
         let code = match variable {
+            // Rereading a variable the user never reads would hide gcc's
+            // -Wunused-but-set-variable.
+            Some(variable) if rereads && !self.user_reads.contains(&variable.key) => return None,
             Some(variable) => variable.name.clone(),
             None => {
                 let raw = &self.text[node.start..node.end];
@@ -461,6 +464,7 @@ impl Context<'_> {
             if parameter.storage != Storage::Parameter
                 || parameter.ty.class != TypeClass::Float
                 || !is_user_name(&parameter.name)
+                || !self.user_reads.contains(&parameter.key)
             {
                 continue;
             }
@@ -530,7 +534,10 @@ impl Context<'_> {
             .filter(|v| innermost.get(v.name.as_str()) == Some(&v.key));
         let mut out = Vec::new();
         for variable in globals.chain(locals) {
-            if variable.ty.key != ty.key || variable.ty.is_volatile || !is_user_name(&variable.name)
+            if variable.ty.key != ty.key
+                || variable.ty.is_volatile
+                || !is_user_name(&variable.name)
+                || !self.user_reads.contains(&variable.key)
             {
                 continue;
             }

@@ -97,6 +97,8 @@ struct Context<'a> {
     /// `-fcompare-constants` every integer literal of the instrumented
     /// functions.
     constants: Vec<i128>,
+    /// Variables the user's code reads (see [`accesses::user_reads`]).
+    user_reads: std::collections::HashSet<usize>,
 }
 
 /// Instruments `text`. Runs on a thread with a deep stack: the data-flow
@@ -132,6 +134,7 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
         unit,
         prefix: format!("__cbi_{signature}"),
         constants: vec![0],
+        user_reads: accesses::user_reads(unit),
     };
     let schemes = options.active_schemes();
     let mut tables: Vec<(Scheme, Vec<Site>)> = schemes.iter().map(|&s| (s, Vec::new())).collect();

@@ -136,14 +136,31 @@ fn warnings_are_gcc_s() {
         r#"#include <ctype.h>
 #include <errno.h>
 #include <string.h>
-struct s { int (*fn)(int); unsigned u; };
+struct s { int (*fn)(int); unsigned u; char tag; unsigned bits : 3; };
 static unsigned get(void) { return 3u; }
 static char *name(void) { return "x"; }
+int counter;
+double ratio;
 int use(struct s *p, int c, int unused)
 {
     int r = 0;
     int k;
+    int maybe;
+    unsigned char small = 3;
     k = c;
+    if (c > 2)
+        maybe = c;
+    small += c;
+    p->tag = c;
+    p->tag++;
+    p->bits = 9;
+    counter += maybe;
+    ratio = ratio * 2 + c;
+    long wide = c;
+    int unread;
+    unread = c;
+    unread++;
+    k = wide;
     switch (k) {
     case 1:
         r = 1;
@@ -174,12 +191,19 @@ int use(struct s *p, int c, int unused)
         let mut args = vec!["-Wall", "-Wextra", "-c", "warn.c", "-o", "warn.o"];
         args.extend_from_slice(flags);
         let plain = gcc(&lab, &args);
-        let mut ours_args = ALL_SCHEMES.to_vec();
-        ours_args.extend_from_slice(&args);
-        let ours = lab.cc(&ours_args);
         let expected = diagnostics(&plain.stderr);
         assert!(expected.len() >= 3, "{expected:?}");
-        assert_eq!(diagnostics(&ours.stderr), expected, "with {flags:?}");
+        for sampling in ["-fsample", "-fno-sample"] {
+            let mut ours_args = EVERY_SCHEME.to_vec();
+            ours_args.push(sampling);
+            ours_args.extend_from_slice(&args);
+            let ours = lab.cc(&ours_args);
+            assert_eq!(
+                diagnostics(&ours.stderr),
+                expected,
+                "with {flags:?} {sampling}"
+            );
+        }
     }
 }
 

@@ -19,6 +19,23 @@ const ALL_SCHEMES: [&str; 4] = [
     "-fsampler-scheme=function-entries",
 ];
 
+/// All eight schemes, with the flags that widen the assignment schemes.
+const EVERY_SCHEME: [&str; 13] = [
+    "-fsampler-strict",
+    "-fsampler-scheme=scalar-pairs",
+    "-fsampler-scheme=atoms",
+    "-fsampler-scheme=branches",
+    "-fsampler-scheme=bounds",
+    "-fsampler-scheme=function-entries",
+    "-fsampler-scheme=returns",
+    "-fsampler-scheme=float-kinds",
+    "-fsampler-scheme=g-object-unref",
+    "-fcompare-constants",
+    "-fassign-into-field",
+    "-fassign-into-index",
+    "-fassign-across-pointer",
+];
+
 /// The tools the tests drive, built once: the packaged runtime and the
 /// offline tools (which live in other crates, so cargo does not build them
 /// for this crate's tests).

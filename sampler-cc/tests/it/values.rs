@@ -41,7 +41,7 @@ int after = 3;
 int main(int argc, char **argv)
 {
     int r = work(argc + 1, argv[0]);
-    printf("%d\n", r);
+    printf("%d %d\n", r, limit + cglobal + (int)ulimit + after + vglobal);
     return 0;
 }
 "#;
@@ -455,6 +455,8 @@ done:
         else
             fresh = 0;
     }
+    if (argc > 100)
+        return b + c;
     return a + d + e == 7 ? 0 : 1;
 }
 "#;
