@@ -528,3 +528,45 @@ done:
         ]
     );
 }
+
+/// Sampled at sparsity 1, every scheme counts exactly what `-fno-sample`
+/// counts.
+#[test]
+fn sampled_at_sparsity_one_counts_every_event() {
+    let source = r#"#include <stdio.h>
+struct pair { int a; double b; };
+int hits;
+static int step(struct pair *p, int n)
+{
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        total += i;
+        p->a = total;
+        p->b = p->b / 2 + i;
+        hits++;
+    }
+    return total;
+}
+int main(int argc, char **argv)
+{
+    struct pair pair = { 0, 1.0 };
+    int n = step(&pair, argc + 4);
+    (void)argv;
+    printf("%d %d %g %d\n", n, pair.a, pair.b, hits);
+    return 0;
+}
+"#;
+    let lab = Lab::new();
+    lab.write("prog.c", source);
+    let mut resolved = Vec::new();
+    for sampling in ["-fno-sample", "-fsample"] {
+        let mut args = EVERY_SCHEME.to_vec();
+        args.extend([sampling, "-O2", "-Wall", "-Wextra", "prog.c", "-o", "prog"]);
+        lab.cc(&args);
+        let output = lab.run("prog", &[], "report", &[("SAMPLER_SPARSITY", "1")]);
+        assert_eq!(output, "10 10 6.15625 5\n");
+        resolved.push(lab.resolve("report", &["prog"]));
+    }
+    assert_eq!(resolved[0], resolved[1]);
+    assert_eq!(resolved[0].lines().count(), 62, "{}", resolved[0]);
+}
