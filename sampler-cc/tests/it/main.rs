@@ -159,6 +159,12 @@ impl Lab {
     /// `extract-report samples < report | resolve-samples binaries...`,
     /// with unit signatures and the lab's path made stable.
     fn resolve(&self, report: &str, binaries: &[&str]) -> String {
+        self.resolve_with("resolve-samples", report, binaries)
+    }
+
+    /// [`Self::resolve`] through `tool` (`resolve-samples` or
+    /// `resolve-timestamps`).
+    fn resolve_with(&self, tool: &str, report: &str, binaries: &[&str]) -> String {
         let samples = self
             .tool("extract-report")
             .arg("samples")
@@ -167,7 +173,7 @@ impl Lab {
             .unwrap();
         assert!(samples.status.success(), "extract-report: {samples:?}");
         let mut resolve = self
-            .tool("resolve-samples")
+            .tool(tool)
             .args(binaries)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -176,7 +182,7 @@ impl Lab {
             .unwrap();
         std::io::Write::write_all(resolve.stdin.as_mut().unwrap(), &samples.stdout).unwrap();
         let resolved = resolve.wait_with_output().unwrap();
-        assert!(resolved.status.success(), "resolve-samples: {resolved:?}");
+        assert!(resolved.status.success(), "{tool}: {resolved:?}");
         self.stable(&String::from_utf8(resolved.stdout).unwrap())
     }
 

@@ -392,26 +392,10 @@ fn timestamps_order_first_and_last_observations() {
         "prog",
     ]);
     lab.run("prog", &[], "report", &[]);
-    let samples = lab
-        .tool("extract-report")
-        .arg("samples")
-        .stdin(std::fs::File::open(lab.path("report")).unwrap())
-        .output()
-        .unwrap();
-    let mut resolve = lab
-        .tool("resolve-timestamps")
-        .arg("prog")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(resolve.stdin.as_mut().unwrap(), &samples.stdout).unwrap();
-    let resolved = resolve.wait_with_output().unwrap();
-    assert!(resolved.status.success());
     // main is observed first (tick 1); callee's three entries are ticks
     // 2, 3 and 4.
     assert_eq!(
-        lab.stable(&String::from_utf8(resolved.stdout).unwrap()),
+        lab.resolve_with("resolve-timestamps", "report", &["prog"]),
         lines(&[
             "2\tprog\tUNIT\tfunction-entries\tfirst\tLAB/prog.c\t1\tcallee\t0",
             "1\tprog\tUNIT\tfunction-entries\tfirst\tLAB/prog.c\t2\tmain\t0",
