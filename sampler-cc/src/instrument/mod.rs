@@ -467,12 +467,14 @@ impl Context<'_> {
         );
         out.push_str(
             "extern unsigned long long __cbi_next_timestamp(void) __asm__(\"cbi_nextTimestamp\");\n\
-             extern int __cbi_atoms_observe(const void *) __asm__(\"cbi_atomsObserve\");\n\
+             extern int __cbi_atoms_observe(const volatile void *) __asm__(\"cbi_atomsObserve\");\n\
              extern int __cbi_g_object_classify(const void *) \
              __asm__(\"cbi_gObjectUnrefClassify\");\n",
         );
         let hidden = "__attribute__((__visibility__(\"hidden\"), __weak__))";
-        let helper = "static __inline__ __attribute__((__always_inline__, __unused__)) void";
+        // Not `static`: C99 inline functions may not use static objects,
+        // and user code calls these.
+        let helper = format!("{hidden} void");
         for (scheme, sites) in tables {
             let arity = values_per_site(*scheme);
             let name = format!("{prefix}_{}", symbol(*scheme));

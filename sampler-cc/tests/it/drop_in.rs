@@ -141,6 +141,8 @@ static unsigned get(void) { return 3u; }
 static char *name(void) { return "x"; }
 int counter;
 double ratio;
+volatile int flag;
+__inline__ int twice(int x) { int y = x * 2; y += flag; return y; }
 int use(struct s *p, int c, int unused)
 {
     int r = 0;
@@ -155,6 +157,7 @@ int use(struct s *p, int c, int unused)
     p->tag++;
     p->bits = 9;
     counter += maybe;
+    flag = twice(c);
     ratio = ratio * 2 + c;
     long wide = c;
     int unread;
