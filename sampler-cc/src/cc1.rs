@@ -152,7 +152,7 @@ fn instrument_file(
     let analysed = started.elapsed();
     let cwd = std::env::current_dir()
         .map_err(|err| format!("cannot read the working directory: {err}"))?;
-    let instrumented = instrument(&text, &unit, options, &cwd);
+    let instrumented = instrument(&text, &unit, options, &cwd)?;
     if options.stats {
         let counts: Vec<String> = instrumented
             .site_counts

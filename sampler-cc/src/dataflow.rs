@@ -56,6 +56,15 @@ impl BitSet {
         self.0[index / 64] &= !(1 << (index % 64));
     }
 
+    /// The effect of `op` on the initialised variables.
+    fn apply(&mut self, op: Op) {
+        match op {
+            Op::Define(v) => self.insert(v),
+            Op::Forget(v) => self.remove(v),
+            Op::Point(_) => {}
+        }
+    }
+
     fn union_with(&mut self, other: &BitSet) {
         for (word, other) in self.0.iter_mut().zip(&other.0) {
             *word |= other;
@@ -174,14 +183,9 @@ impl Graph<'_> {
 
     /// The tracked variable `id` names, seen through parentheses.
     fn assigned_variable(&self, id: NodeId) -> Option<usize> {
-        let mut id = id;
-        loop {
-            let node = self.function.node(id);
-            match (&node.kind, node.children.as_slice()) {
-                (NodeKind::Paren | NodeKind::Implicit, [only]) => id = *only,
-                (NodeKind::VarRef(key), _) => return self.tracked.get(key).copied(),
-                _ => return None,
-            }
+        match self.function.node(self.function.strip_parens(id)).kind {
+            NodeKind::VarRef(key) => self.tracked.get(&key).copied(),
+            _ => None,
         }
     }
 
@@ -458,12 +462,8 @@ fn solve(blocks: &[Block], n_variables: usize, n_points: usize) -> Vec<Initialis
         }
     }
     let transfer = |block: &Block, set: &mut BitSet| {
-        for op in &block.ops {
-            match *op {
-                Op::Define(v) => set.insert(v),
-                Op::Forget(v) => set.remove(v),
-                Op::Point(_) => {}
-            }
+        for &op in &block.ops {
+            set.apply(op);
         }
     };
     // Entry (block 0) starts with nothing initialised. For `must`, every
@@ -516,23 +516,15 @@ fn solve(blocks: &[Block], n_variables: usize, n_points: usize) -> Vec<Initialis
     for (index, block) in blocks.iter().enumerate() {
         let mut may = entry_in(index, &may_out, true);
         let mut must = entry_in(index, &must_out, false);
-        for op in &block.ops {
-            match *op {
-                Op::Define(v) => {
-                    may.insert(v);
-                    must.insert(v);
-                }
-                Op::Forget(v) => {
-                    may.remove(v);
-                    must.remove(v);
-                }
-                Op::Point(p) => {
-                    result[p] = Initialised {
-                        may: may.clone(),
-                        must: must.clone(),
-                    };
-                }
+        for &op in &block.ops {
+            if let Op::Point(p) = op {
+                result[p] = Initialised {
+                    may: may.clone(),
+                    must: must.clone(),
+                };
             }
+            may.apply(op);
+            must.apply(op);
         }
     }
     result

@@ -231,6 +231,17 @@ impl Function {
         }
     }
 
+    /// `id` without the parentheses and implicit conversions around it.
+    pub fn strip_parens(&self, mut id: NodeId) -> NodeId {
+        loop {
+            let node = &self.nodes[id];
+            match (&node.kind, node.children.as_slice()) {
+                (NodeKind::Paren | NodeKind::Implicit, [only]) => id = *only,
+                _ => return id,
+            }
+        }
+    }
+
     /// `id` without parentheses, `!` and implicit conversions around it.
     pub fn strip_negations(&self, mut id: NodeId) -> NodeId {
         loop {

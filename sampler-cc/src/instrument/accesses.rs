@@ -4,7 +4,7 @@
 
 use sampler_formats::Scheme;
 
-use super::assignments::{address_taken, strip_down};
+use super::assignments::address_taken;
 use super::{Context, Found, Insertion};
 use crate::dataflow::is_assignment;
 use crate::frontend::{Function, NodeId, NodeKind, Storage};
@@ -98,7 +98,7 @@ impl Context<'_> {
         id: NodeId,
         taken: &std::collections::HashSet<usize>,
     ) -> bool {
-        let id = strip_down(function, id);
+        let id = function.strip_parens(id);
         let node = function.node(id);
         match &node.kind {
             NodeKind::VarRef(key) => self.variable(function, *key).is_some_and(|variable| {

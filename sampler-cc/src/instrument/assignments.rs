@@ -104,24 +104,13 @@ fn strip_up(function: &Function, mut id: NodeId) -> Option<NodeId> {
     }
 }
 
-/// `id` without the parentheses and implicit conversions around it.
-pub(super) fn strip_down(function: &Function, mut id: NodeId) -> NodeId {
-    loop {
-        let node = function.node(id);
-        match (&node.kind, node.children.as_slice()) {
-            (NodeKind::Paren | NodeKind::Implicit, [only]) => id = *only,
-            _ => return id,
-        }
-    }
-}
-
 /// Keys of the variables whose address is taken with `&` in `function`.
 pub(super) fn address_taken(function: &Function) -> HashSet<usize> {
     let mut taken = HashSet::new();
     for node in &function.nodes {
         if matches!(&node.kind, NodeKind::Unary(op) if op == "&")
             && let Some(&operand) = node.children.first()
-            && let NodeKind::VarRef(key) = function.node(strip_down(function, operand)).kind
+            && let NodeKind::VarRef(key) = function.node(function.strip_parens(operand)).kind
         {
             taken.insert(key);
         }
@@ -161,14 +150,14 @@ impl Context<'_> {
             .locals
             .iter()
             .find(|v| v.key == key)
-            .or_else(|| self.unit.globals.iter().find(|v| v.key == key))
+            .or_else(|| self.globals.get(&key).copied())
     }
 
     /// `local` or `global` for a named variable the user wrote, `mem` for
     /// memory reached through a pointer; `None` for anything else (a call's
     /// result, a compound literal).
     fn host(&self, function: &Function, id: NodeId) -> Option<&'static str> {
-        let id = strip_down(function, id);
+        let id = function.strip_parens(id);
         let node = function.node(id);
         match &node.kind {
             NodeKind::VarRef(key) => {
@@ -201,7 +190,7 @@ impl Context<'_> {
         lvalue: NodeId,
         rereads: bool,
     ) -> Option<Target<'f>> {
-        let id = strip_down(function, lvalue);
+        let id = function.strip_parens(lvalue);
         let node = function.node(id);
         let (host, offset, variable) = match &node.kind {
             NodeKind::VarRef(key) => {
@@ -523,22 +512,20 @@ impl Context<'_> {
             *key = (*key).max(v.key);
             map
         });
-        let globals = self.unit.globals.iter().filter(|v| {
-            v.key < function.start
-                && !innermost.contains_key(v.name.as_str())
-                && self.map.presumed(v.key).is_some_and(|p| !p.system)
-        });
-        let locals = locals
+        let globals = self
+            .candidate_globals
             .iter()
             .copied()
-            .filter(|v| innermost.get(v.name.as_str()) == Some(&v.key));
+            .filter(|v| v.key < function.start && !innermost.contains_key(v.name.as_str()));
+        let locals = locals.iter().copied().filter(|v| {
+            innermost.get(v.name.as_str()) == Some(&v.key)
+                && !v.ty.is_volatile
+                && is_user_name(&v.name)
+                && self.user_reads.contains(&v.key)
+        });
         let mut out = Vec::new();
         for variable in globals.chain(locals) {
-            if variable.ty.key != ty.key
-                || variable.ty.is_volatile
-                || !is_user_name(&variable.name)
-                || !self.user_reads.contains(&variable.key)
-            {
+            if variable.ty.key != ty.key {
                 continue;
             }
             if let Some(kind) = kind_of(variable) {

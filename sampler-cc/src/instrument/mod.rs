@@ -10,13 +10,14 @@
 mod accesses;
 mod assignments;
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
 use md5::{Digest, Md5};
 use sampler_formats::Scheme;
 
-use crate::frontend::{Function, NodeId, NodeKind, Unit};
+use crate::frontend::{Function, NodeId, NodeKind, Unit, Variable};
 use crate::options::Options;
 use crate::preprocessed::{LineMap, site_text};
 
@@ -90,7 +91,6 @@ struct Context<'a> {
     map: LineMap,
     options: &'a Options,
     cwd: &'a Path,
-    unit: &'a Unit,
     /// `__cbi_<signature>`: prefix of the unit's symbols.
     prefix: String,
     /// `scalar-pairs`' constants, ascending: 0, and with
@@ -98,26 +98,32 @@ struct Context<'a> {
     /// functions.
     constants: Vec<i128>,
     /// Variables the user's code reads (see [`accesses::user_reads`]).
-    user_reads: std::collections::HashSet<usize>,
+    user_reads: HashSet<usize>,
+    /// The unit's globals by key.
+    globals: HashMap<usize, &'a Variable>,
+    /// The globals `scalar-pairs` may compare with, in declaration order:
+    /// user-written (not from system headers, not reserved names), read by
+    /// the user, not `volatile`.
+    candidate_globals: Vec<&'a Variable>,
 }
 
 /// Instruments `text`. Runs on a thread with a deep stack: the data-flow
-/// analysis recurses on the statement tree.
-pub fn instrument(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> Instrumented {
+/// analysis recurses on the statement tree. An error means the file
+/// cannot be instrumented at all.
+pub fn instrument(
+    text: &[u8],
+    unit: &Unit,
+    options: &Options,
+    cwd: &Path,
+) -> Result<Instrumented, String> {
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("instrument".into())
             .stack_size(256 << 20)
             .spawn_scoped(scope, || instrument_here(text, unit, options, cwd))
-            .ok()
-            .and_then(|thread| thread.join().ok())
-    })
-    // Without a thread (or if it panicked: a bug), instrument nothing.
-    .unwrap_or_else(|| Instrumented {
-        text: text.to_vec(),
-        site_counts: Vec::new(),
-        functions_with_errors: unit.functions.iter().map(|f| f.name.clone()).collect(),
-        first_error: Some("internal error in the instrumenter".into()),
+            .map_err(|err| format!("cannot start the instrumenter's thread: {err}"))?
+            .join()
+            .map_err(|_| "internal error: the instrumenter panicked".to_owned())
     })
 }
 
@@ -126,15 +132,28 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect();
+    let map = LineMap::new(text);
+    let user_reads = accesses::user_reads(unit);
+    let candidate_globals = unit
+        .globals
+        .iter()
+        .filter(|v| {
+            assignments::is_user_name(&v.name)
+                && !v.ty.is_volatile
+                && user_reads.contains(&v.key)
+                && map.presumed(v.key).is_some_and(|p| !p.system)
+        })
+        .collect();
     let mut context = Context {
         text,
-        map: LineMap::new(text),
+        map,
         options,
         cwd,
-        unit,
         prefix: format!("__cbi_{signature}"),
         constants: vec![0],
-        user_reads: accesses::user_reads(unit),
+        user_reads,
+        globals: unit.globals.iter().map(|v| (v.key, v)).collect(),
+        candidate_globals,
     };
     let schemes = options.active_schemes();
     let mut tables: Vec<(Scheme, Vec<Site>)> = schemes.iter().map(|&s| (s, Vec::new())).collect();
