@@ -159,11 +159,28 @@ fn instrument_file(
             .iter()
             .map(|(scheme, n)| format!("{} {n}", scheme.name()))
             .collect();
+        let regions = &instrumented.regions;
+        let fell_back: usize = regions.fell_back.values().sum();
+        let reasons: Vec<String> = regions
+            .fell_back
+            .iter()
+            .map(|(reason, n)| format!("{n} {reason}"))
+            .collect();
         eprintln!(
-            "sampler-cc: {}: {} functions, sites: {}; front end {:.3} s, instrumentation {:.3} s",
+            "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs, {} loops, \
+             {} sites), {fell_back} fell back{}; front end {:.3} s, instrumentation {:.3} s",
             main_file(&text).unwrap_or_else(|| input.display().to_string()),
             unit.functions.len(),
             counts.join(", "),
+            regions.runs + regions.loops,
+            regions.runs,
+            regions.loops,
+            regions.cloned_sites,
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", reasons.join(", "))
+            },
             analysed.as_secs_f64(),
             (started.elapsed() - analysed).as_secs_f64(),
         );

@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use crate::frontend::{Function, Jump, Label, NodeId, NodeKind};
+use crate::frontend::{ForParts, Function, Jump, Label, NodeId, NodeKind};
 
 /// The variables at one point.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -247,18 +247,17 @@ impl Graph<'_> {
                 self.branch(*condition, start, exit);
                 self.current = exit;
             }
-            NodeKind::For { first_semicolon } => {
-                let Some((&body, header)) = children.split_last() else {
+            NodeKind::For { .. } => {
+                let Some(ForParts {
+                    init,
+                    condition,
+                    step,
+                    body,
+                }) = function.for_parts(id)
+                else {
                     return;
                 };
-                let init = header
-                    .iter()
-                    .find(|&&c| function.node(c).start < *first_semicolon);
-                let condition = header.iter().find(|&&c| function.node(c).condition);
-                let step = header
-                    .iter()
-                    .find(|&&c| Some(&c) != init && Some(&c) != condition);
-                if let Some(&init) = init {
+                if let Some(init) = init {
                     self.visit(init);
                 }
                 let head = self.new_block();
@@ -266,12 +265,12 @@ impl Graph<'_> {
                 self.current = head;
                 let (start, next, exit) = (self.new_block(), self.new_block(), self.new_block());
                 match condition {
-                    Some(&condition) => self.branch(condition, start, exit),
+                    Some(condition) => self.branch(condition, start, exit),
                     None => self.edge(self.current, start),
                 }
                 self.loop_body(body, start, exit, next);
                 self.current = next;
-                if let Some(&step) = step {
+                if let Some(step) = step {
                     self.visit(step);
                 }
                 self.edge(self.current, head);

@@ -30,6 +30,10 @@ pub struct Options {
     pub schemes: Vec<Scheme>,
     /// `-fsample` (default) / `-fno-sample`.
     pub sample: bool,
+    /// Sampled code gets fast and slow copies of its regions
+    /// (`-fclone-regions`, default); with `-fno-clone-regions` every site
+    /// keeps its own countdown check.
+    pub clone_regions: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -60,6 +64,7 @@ impl Default for Options {
         Options {
             schemes: Vec::new(),
             sample: true,
+            clone_regions: true,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -109,7 +114,7 @@ pub enum OptionError {
 impl Options {
     /// Whether `arg` is one of sampler-cc's flags (which gcc must not see).
     pub fn is_sampler_flag(arg: &str) -> bool {
-        const EXACT: [&str; 21] = [
+        const EXACT: [&str; 23] = [
             "-fcompare-constants",
             "-fno-compare-constants",
             "-fassign-into-field",
@@ -124,6 +129,8 @@ impl Options {
             "-fno-timestamp-last",
             "-fsample",
             "-fno-sample",
+            "-fclone-regions",
+            "-fno-clone-regions",
             "-frelative-paths",
             "-fno-relative-paths",
             "-fthreads",
@@ -150,6 +157,8 @@ impl Options {
         match arg {
             "-fsample" => self.sample = true,
             "-fno-sample" => self.sample = false,
+            "-fclone-regions" => self.clone_regions = true,
+            "-fno-clone-regions" => self.clone_regions = false,
             "-frelative-paths" => self.relative_paths = true,
             "-fno-relative-paths" => self.relative_paths = false,
             "-fthreads" => self.threads = true,

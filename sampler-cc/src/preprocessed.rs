@@ -94,6 +94,35 @@ impl LineMap {
         })
     }
 
+    /// Offset of the first byte of the line holding `offset`.
+    pub fn line_start(&self, offset: usize) -> usize {
+        let index = self.newlines.partition_point(|&nl| nl < offset);
+        index.checked_sub(1).map_or(0, |i| self.newlines[i] + 1)
+    }
+
+    /// The marker lines inside `from..to`: the offset of each one's `\n`
+    /// and whether it enters system-header text.
+    pub fn markers_between(&self, from: usize, to: usize) -> Vec<(usize, bool)> {
+        let first = self.markers.partition_point(|m| m.start <= from);
+        self.markers[first..]
+            .iter()
+            .take_while(|m| m.start <= to)
+            .map(|m| (m.start - 1, m.system))
+            .collect()
+    }
+
+    /// A marker line (with its `\n`) that makes the next line the one
+    /// holding `offset`, as system-header text when `system`.
+    pub fn marker_for(&self, offset: usize, system: bool) -> Option<String> {
+        let presumed = self.presumed(offset)?;
+        Some(format!(
+            "# {} \"{}\"{}\n",
+            presumed.line,
+            presumed.file.replace('\\', "\\\\").replace('"', "\\\""),
+            if system { " 3" } else { "" }
+        ))
+    }
+
     /// Offset of the end of the first line (just after its `\n`), where the
     /// instrumenter's prelude goes: gcc takes the main file's name from the
     /// first marker, so that one must stay first.

@@ -193,6 +193,15 @@ pub enum Label {
     Named(String),
 }
 
+/// `for (init; condition; step) body`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForParts {
+    pub init: Option<NodeId>,
+    pub condition: Option<NodeId>,
+    pub step: Option<NodeId>,
+    pub body: NodeId,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Jump {
     Break,
@@ -253,6 +262,30 @@ impl Function {
                 _ => return id,
             }
         }
+    }
+
+    /// The parts of `for` statement `id`.
+    pub fn for_parts(&self, id: NodeId) -> Option<ForParts> {
+        let node = &self.nodes[id];
+        let NodeKind::For { first_semicolon } = node.kind else {
+            return None;
+        };
+        let (&body, header) = node.children.split_last()?;
+        let init = header
+            .iter()
+            .copied()
+            .find(|&c| self.nodes[c].start < first_semicolon);
+        let condition = header.iter().copied().find(|&c| self.nodes[c].condition);
+        let step = header
+            .iter()
+            .copied()
+            .find(|&c| Some(c) != init && Some(c) != condition);
+        Some(ForParts {
+            init,
+            condition,
+            step,
+            body,
+        })
     }
 
     /// Statement numbers: node 0 is the body; every other statement gets

@@ -60,6 +60,7 @@ impl Context<'_> {
             let text = site_text(self.text, node.start, node.end);
             let address = format!("__cbi_a{id}");
             let mut observe = String::new();
+            let sites_before = found.sites.len();
             for (wanted, what) in [(read, "read"), (write, "write")] {
                 if !wanted {
                     continue;
@@ -81,6 +82,7 @@ impl Context<'_> {
             if observe.is_empty() {
                 continue;
             }
+            found.mark(id, found.sites.len() - sites_before, true);
             found.insertions.push(Insertion::wrap(
                 node.start,
                 node.end,
@@ -136,7 +138,7 @@ impl Context<'_> {
             let NodeKind::Call(call) = &node.kind else {
                 continue;
             };
-            let [_, argument] = node.children.as_slice() else {
+            let &[_, argument_id] = node.children.as_slice() else {
                 continue;
             };
             if !node.evaluated
@@ -145,7 +147,7 @@ impl Context<'_> {
             {
                 continue;
             }
-            let argument = function.node(*argument);
+            let argument = function.node(argument_id);
             let statement = numbers[function.enclosing_statement(id)];
             let text = site_text(self.text, argument.start, argument.end);
             let Some(site) = self.site(function, node.start, statement, vec![text]) else {
@@ -165,6 +167,7 @@ impl Context<'_> {
                 format!("); {count} {object}; }})"),
             ));
             found.sites.push((Scheme::GObjectUnref, site));
+            found.mark(argument_id, 1, false);
             next += 1;
         }
     }

@@ -336,6 +336,7 @@ impl Context<'_> {
             let statement = numbers[function.enclosing_statement(id)];
             let value = format!("__cbi_v{id}");
             let mut code = String::new();
+            let sites_before = found.sites.len();
             let fields = || {
                 vec![
                     target.text.clone(),
@@ -440,6 +441,14 @@ impl Context<'_> {
             if code.is_empty() {
                 continue;
             }
+            // The events happen when the new value is computed: in a
+            // declaration, its initialiser (the declaration is no
+            // expression).
+            let anchor = match form {
+                Form::Declaration { value: init } => init,
+                _ => id,
+            };
+            found.mark(anchor, found.sites.len() - sites_before, false);
             found
                 .insertions
                 .extend(rewrite(function, id, &form, &target, &value, &code));
@@ -610,6 +619,7 @@ fn rewrite(
                     open: "=".to_owned(),
                     close: String::new(),
                     replace: true,
+                    prologue: false,
                 },
                 Insertion::wrap(
                     rhs.start,

@@ -9,6 +9,10 @@
 
 mod accesses;
 mod assignments;
+mod regions;
+mod weighty;
+
+pub use regions::RegionStats;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -34,6 +38,8 @@ pub struct Instrumented {
     pub functions_with_errors: Vec<String>,
     /// The first of those errors, as `file:line: message`.
     pub first_error: Option<String>,
+    /// What the sampling transform cloned.
+    pub regions: RegionStats,
 }
 
 /// One line of a site table, before formatting.
@@ -51,7 +57,7 @@ struct Site {
 
 /// Text to insert around `start..end` (a wrap), at `start` (a point), or
 /// in place of `start..end` (a replacement, of an operator token).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Insertion {
     start: usize,
     end: usize,
@@ -60,6 +66,8 @@ struct Insertion {
     open: String,
     close: String,
     replace: bool,
+    /// Runs at the function's entry, before any region.
+    prologue: bool,
 }
 
 impl Insertion {
@@ -71,6 +79,7 @@ impl Insertion {
             open,
             close,
             replace: false,
+            prologue: false,
         }
     }
 
@@ -84,6 +93,23 @@ impl Insertion {
 struct Found {
     sites: Vec<(Scheme, Site)>,
     insertions: Vec<Insertion>,
+    /// Where each site's events happen, for the fast copies of regions;
+    /// sites observed at the entry have none.
+    marks: Vec<regions::Mark>,
+}
+
+impl Found {
+    /// Records that `count` sites observe an event each time expression
+    /// `node` is evaluated.
+    fn mark(&mut self, node: NodeId, count: usize, lvalue: bool) {
+        if count > 0 {
+            self.marks.push(regions::Mark {
+                node,
+                count: count as u32,
+                lvalue,
+            });
+        }
+    }
 }
 
 struct Context<'a> {
@@ -187,6 +213,7 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
     if options.compare_constants && schemes.contains(&Scheme::ScalarPairs) {
         context.constants = assignments::unit_constants(&instrumented_functions);
     }
+    let mut found_per_function = Vec::with_capacity(instrumented_functions.len());
     for function in instrumented_functions {
         let numbers = function.statement_numbers();
         let mut found = Found::default();
@@ -219,11 +246,45 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
             },
             &mut found,
         );
-        for (scheme, site) in found.sites {
+        for (scheme, site) in std::mem::take(&mut found.sites) {
             if let Some((_, sites)) = tables.iter_mut().find(|(s, _)| *s == scheme) {
                 sites.push(site);
             }
         }
+        found_per_function.push((function, found));
+    }
+
+    // The sampling transform: fast and slow copies of regions, which need
+    // to know which calls may run sites.
+    let mut regions = RegionStats::default();
+    if options.sample && options.clone_regions {
+        let with_sites: HashSet<&str> = found_per_function
+            .iter()
+            .filter(|(_, found)| !found.marks.is_empty() || !found.insertions.is_empty())
+            .map(|(function, _)| function.name.as_str())
+            .collect();
+        let weighty_functions = weighty::weighty_functions(unit, &with_sites);
+        let defined: HashSet<&str> = unit.functions.iter().map(|f| f.name.as_str()).collect();
+        let is_weighty = |call: &crate::frontend::Call| match call.direct.as_deref() {
+            None => true,
+            Some(name) if defined.contains(name) => weighty_functions.contains(name),
+            Some(name) => weighty::is_weighty_external(name),
+        };
+        let mut next_region = 0;
+        for (function, found) in &mut found_per_function {
+            regions::clone_regions(
+                function,
+                text,
+                &context.map,
+                &found.marks,
+                &is_weighty,
+                &mut found.insertions,
+                &mut next_region,
+                &mut regions,
+            );
+        }
+    }
+    for (_, found) in found_per_function {
         insertions.extend(found.insertions);
     }
 
@@ -232,7 +293,7 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
     let mut output = Vec::with_capacity(text.len() + prelude.len() + insertions.len() * 160);
     output.extend_from_slice(&text[..prelude_at]);
     output.extend_from_slice(prelude.as_bytes());
-    apply_insertions(&mut output, text, prelude_at, insertions);
+    apply_insertions(&mut output, text, prelude_at, text.len(), insertions);
     Instrumented {
         text: output,
         site_counts: tables
@@ -241,13 +302,20 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
             .collect(),
         functions_with_errors,
         first_error,
+        regions,
     }
 }
 
-/// Copies `text[from..]` into `output` with the insertions placed: at one
-/// offset closes come first (innermost first), then points, then opens
+/// Copies `text[from..to]` into `output` with the insertions placed: at
+/// one offset closes come first (innermost first), then points, then opens
 /// (outermost first).
-fn apply_insertions(output: &mut Vec<u8>, text: &[u8], from: usize, insertions: Vec<Insertion>) {
+fn apply_insertions(
+    output: &mut Vec<u8>,
+    text: &[u8],
+    from: usize,
+    to: usize,
+    insertions: Vec<Insertion>,
+) {
     // (offset, class, -other end, rank, text, bytes replaced)
     let mut events: Vec<(usize, u8, i64, i64, String, usize)> =
         Vec::with_capacity(insertions.len() * 2);
@@ -272,12 +340,12 @@ fn apply_insertions(output: &mut Vec<u8>, text: &[u8], from: usize, insertions: 
     events.sort_by_key(|a| (a.0, a.1, a.2, a.3));
     let mut copied = from;
     for (offset, _, _, _, snippet, replaced) in events {
-        let offset = offset.max(from).max(copied);
+        let offset = offset.max(from).max(copied).min(to);
         output.extend_from_slice(&text[copied..offset]);
         output.extend_from_slice(snippet.as_bytes());
-        copied = offset + replaced;
+        copied = (offset + replaced).min(to);
     }
-    output.extend_from_slice(&text[copied..]);
+    output.extend_from_slice(&text[copied..to]);
 }
 
 impl Context<'_> {
@@ -403,6 +471,7 @@ impl Context<'_> {
                 )
             };
             found.sites.push((Scheme::Branches, site));
+            found.mark(id, 1, false);
             found
                 .insertions
                 .push(Insertion::wrap(node.start, node.end, 0, open, close));
@@ -445,6 +514,7 @@ impl Context<'_> {
                 self.count(Scheme::Returns, site_id, &selector)
             );
             found.sites.push((Scheme::Returns, site));
+            found.mark(id, 1, false);
             found
                 .insertions
                 .push(Insertion::wrap(node.start, node.end, 2, open, close));
@@ -470,7 +540,10 @@ impl Context<'_> {
         let open = format!(
             "__extension__ __attribute__((__unused__)) _Bool {name} = ({{ {statements} 0; }});"
         );
-        Insertion::point(function.node(function.body).start + 1, open)
+        Insertion {
+            prologue: true,
+            ..Insertion::point(function.node(function.body).start + 1, open)
+        }
     }
 
     /// Declarations of the runtime's interface, the unit's counters and
@@ -744,6 +817,7 @@ mod tests {
             &mut out,
             text,
             0,
+            text.len(),
             vec![
                 wrap(4, 8, 1, "R(", ")R"),
                 wrap(4, 8, 0, "B(", ")B"),

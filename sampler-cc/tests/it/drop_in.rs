@@ -394,8 +394,10 @@ fn stats_and_the_static_runtime() {
     assert_eq!(
         stats,
         [
-            "sampler-cc: hello.c: 1 functions, sites: function-entries 1, returns 0",
-            "sampler-cc: main.c: 1 functions, sites: function-entries 1, returns 2",
+            "sampler-cc: hello.c: 1 functions, sites: function-entries 1, returns 0; \
+             regions: 0 cloned (0 runs, 0 loops, 0 sites), 0 fell back",
+            "sampler-cc: main.c: 1 functions, sites: function-entries 1, returns 2; \
+             regions: 0 cloned (0 runs, 0 loops, 0 sites), 0 fell back",
         ]
     );
     let dynamic = lab

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 mod drop_in;
 mod project;
+mod sampling;
 mod schemes;
 mod values;
 

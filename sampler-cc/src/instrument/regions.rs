@@ -1,0 +1,1093 @@
+//! The sampling transform's fast and slow paths (cbi-behaviour.md §2.2–2.4),
+//! cloned structurally in C as the user wrote it.
+//!
+//! A *region* is either a run of whole statements of one block, or one
+//! iteration of an innermost loop, that holds sites but no weighty call
+//! (see [`super::weighty`]) and no loop. A run becomes
+//!
+//! ```c
+//! { int L; L = cbi_countdown;
+//!   if (__builtin_expect(L > W, 1)) { FAST cbi_countdown = L; } else { SLOW } }
+//! ```
+//!
+//! W is the most sites on any path through the region, SLOW is the region
+//! with its per-site checks on `cbi_countdown`, and FAST is the region with
+//! each site's code replaced by `L -= n` on the same expression. When the
+//! countdown exceeds W no site can fire before the region ends, so FAST
+//! decrements exactly as SLOW would: sampling stays that of one check per
+//! event, hence unbiased. FAST writes `L` back before every jump that
+//! leaves the region (`return`, `break`, `continue`, `goto`). A loop keeps
+//! `L` across its iterations and checks it at the top of each one:
+//!
+//! ```c
+//! { INIT; { int L; L = cbi_countdown;
+//!   for (;;) { if (__builtin_expect(L > W, 1)) { if (!(COND)) { cbi_countdown = L; break; } BODY STEP }
+//!              else { cbi_countdown = L; if (!(COND)) break; BODY STEP L = cbi_countdown; } } } }
+//! ```
+//!
+//! Cloning needs no hoisting: declarations keep their blocks (a run that
+//! does not reach the end of its block holds no declaration), labels at
+//! the head of a run stay outside it, named labels inside are renamed in
+//! FAST (jumps from outside land in SLOW), `case` labels of an outer
+//! `switch` and `static` locals keep their statement out of regions, and
+//! functions with computed `goto`, local labels or `setjmp` are not cloned.
+//! Everything else keeps its per-site checks: always correct, only slower.
+//!
+//! FAST is compiled as system-header text (line markers with flag 3) so
+//! gcc's warnings come once, from SLOW, at the user's lines.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use crate::frontend::{Call, Function, Jump, Label, NodeId, NodeKind};
+use crate::preprocessed::{LineMap, skip_trivia};
+
+use super::Insertion;
+use super::weighty::RETURNS_TWICE;
+
+/// The countdown decrement that stands for `count` sites on expression
+/// `node` in a fast copy.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Mark {
+    pub node: NodeId,
+    pub count: u32,
+    /// The expression is an lvalue (atoms' accesses) and must stay one.
+    pub lvalue: bool,
+}
+
+/// What the transform did to a unit, for `-fsampler-stats`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RegionStats {
+    /// Runs of statements cloned.
+    pub runs: usize,
+    /// Loops whose iterations were cloned.
+    pub loops: usize,
+    /// Sites inside cloned regions.
+    pub cloned_sites: usize,
+    /// Candidate regions left with per-site checks, by reason.
+    pub fell_back: BTreeMap<&'static str, usize>,
+}
+
+impl RegionStats {
+    pub fn add(&mut self, other: &RegionStats) {
+        self.runs += other.runs;
+        self.loops += other.loops;
+        self.cloned_sites += other.cloned_sites;
+        for (reason, n) in &other.fell_back {
+            *self.fell_back.entry(reason).or_default() += n;
+        }
+    }
+
+    fn fall_back(&mut self, reason: &'static str) {
+        *self.fell_back.entry(reason).or_default() += 1;
+    }
+}
+
+#[derive(Debug)]
+enum Shape {
+    /// Statements of one block; the text starts after the labels of the
+    /// first one.
+    Run,
+    Loop {
+        node: NodeId,
+    },
+}
+
+#[derive(Debug)]
+struct Region {
+    shape: Shape,
+    start: usize,
+    end: usize,
+    weight: u32,
+    sites: u32,
+}
+
+/// Replaces the regions of `function` in `insertions`: the insertions
+/// inside each region are consumed by its two copies, and one replacement
+/// takes the region's place. `next_region` numbers the regions of the unit.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn clone_regions(
+    function: &Function,
+    text: &[u8],
+    map: &LineMap,
+    marks: &[Mark],
+    is_weighty: &dyn Fn(&Call) -> bool,
+    insertions: &mut Vec<Insertion>,
+    next_region: &mut usize,
+    stats: &mut RegionStats,
+) {
+    if let Some(reason) = unclonable_function(function, text) {
+        if !marks.is_empty() {
+            stats.fall_back(reason);
+        }
+        return;
+    }
+    let mut planner = Planner::new(function, text, marks, is_weighty);
+    planner.plan_statement(function.body);
+    stats.add(&planner.stats);
+    if planner.regions.is_empty() {
+        return;
+    }
+    // Hand each insertion to the region holding it.
+    let mut regions = planner.regions;
+    regions.sort_by_key(|r| r.start);
+    let mut inside: Vec<Vec<Insertion>> = regions.iter().map(|_| Vec::new()).collect();
+    let mut outside = Vec::with_capacity(insertions.len());
+    for insertion in insertions.drain(..) {
+        let index = regions.partition_point(|r| r.start <= insertion.start);
+        match index.checked_sub(1) {
+            Some(i)
+                if !insertion.prologue
+                    && insertion.end <= regions[i].end
+                    && insertion.start < regions[i].end =>
+            {
+                inside[i].push(insertion);
+            }
+            _ => outside.push(insertion),
+        }
+    }
+    let renderer = Renderer {
+        function,
+        text,
+        map,
+        marks,
+    };
+    for (region, own) in regions.iter().zip(inside) {
+        let number = *next_region;
+        match renderer.render(region, number, &own) {
+            Ok(replacement) => {
+                *next_region += 1;
+                match region.shape {
+                    Shape::Run => stats.runs += 1,
+                    Shape::Loop { .. } => stats.loops += 1,
+                }
+                stats.cloned_sites += region.sites as usize;
+                outside.push(Insertion {
+                    start: region.start,
+                    end: region.end,
+                    rank: 0,
+                    open: replacement,
+                    close: String::new(),
+                    replace: true,
+                    prologue: false,
+                });
+            }
+            Err(reason) => {
+                stats.fall_back(reason);
+                outside.extend(own);
+            }
+        }
+    }
+    *insertions = outside;
+}
+
+/// Why no region of `function` may be cloned, if none may.
+fn unclonable_function(function: &Function, text: &[u8]) -> Option<&'static str> {
+    for node in &function.nodes {
+        match &node.kind {
+            NodeKind::Jump(Jump::Computed) => return Some("computed goto"),
+            NodeKind::Call(call)
+                if call
+                    .direct
+                    .as_deref()
+                    .is_some_and(|name| RETURNS_TWICE.contains(&name)) =>
+            {
+                return Some("setjmp");
+            }
+            _ => {}
+        }
+    }
+    let body = function.node(function.body);
+    let body_text = &text[body.start..body.end];
+    if body_text.windows(9).any(|w| w == b"__label__") {
+        return Some("local label declaration");
+    }
+    None
+}
+
+struct Planner<'a> {
+    function: &'a Function,
+    text: &'a [u8],
+    /// Sites on each node itself, in its subtree, and on the heaviest path
+    /// through its subtree.
+    own: Vec<u32>,
+    sum: Vec<u32>,
+    path: Vec<u32>,
+    /// The subtree holds a weighty call, a loop that iterates, a named
+    /// label.
+    weighty: Vec<bool>,
+    cyclic: Vec<bool>,
+    named_label: Vec<bool>,
+    /// Keys of the `static` locals, ascending.
+    statics: Vec<usize>,
+    labels: HashMap<&'a str, NodeId>,
+    regions: Vec<Region>,
+    stats: RegionStats,
+}
+
+impl<'a> Planner<'a> {
+    fn new(
+        function: &'a Function,
+        text: &'a [u8],
+        marks: &[Mark],
+        is_weighty: &dyn Fn(&Call) -> bool,
+    ) -> Self {
+        let n = function.nodes.len();
+        let mut own = vec![0u32; n];
+        for mark in marks {
+            own[mark.node] += mark.count;
+        }
+        let mut planner = Planner {
+            function,
+            text,
+            sum: own.clone(),
+            path: own.clone(),
+            own,
+            weighty: vec![false; n],
+            cyclic: vec![false; n],
+            named_label: vec![false; n],
+            statics: function
+                .locals
+                .iter()
+                .filter(|v| v.storage == crate::frontend::Storage::StaticLocal)
+                .map(|v| v.key)
+                .collect(),
+            labels: HashMap::new(),
+            regions: Vec::new(),
+            stats: RegionStats::default(),
+        };
+        planner.statics.sort_unstable();
+        for id in post_order(function) {
+            planner.summarise(id, is_weighty);
+        }
+        planner
+    }
+
+    /// Computes the node's aggregates from its children's.
+    fn summarise(&mut self, id: NodeId, is_weighty: &dyn Fn(&Call) -> bool) {
+        let function = self.function;
+        let node = function.node(id);
+        let children = &node.children;
+        let mut sum = self.own[id];
+        let (mut weighty, mut cyclic, mut named) = (false, false, false);
+        for &child in children {
+            sum += self.sum[child];
+            weighty |= self.weighty[child];
+            cyclic |= self.cyclic[child];
+            named |= self.named_label[child];
+        }
+        let path_of = |c: Option<&NodeId>| c.map_or(0, |&c| self.path[c]);
+        let sequence: u32 = children.iter().map(|&c| self.path[c]).sum();
+        let path = self.own[id]
+            + match &node.kind {
+                NodeKind::If => {
+                    path_of(children.first())
+                        + path_of(children.get(1)).max(path_of(children.get(2)))
+                }
+                NodeKind::Conditional if children.len() == 3 => {
+                    path_of(children.first())
+                        + path_of(children.get(1)).max(path_of(children.get(2)))
+                }
+                NodeKind::Switch => sum - self.own[id],
+                _ => sequence,
+            };
+        match &node.kind {
+            NodeKind::Call(call) if node.evaluated && is_weighty(call) => weighty = true,
+            NodeKind::While | NodeKind::For { .. } => cyclic = true,
+            NodeKind::Do if !self.runs_once(id) => cyclic = true,
+            NodeKind::Labelled(Label::Named(name)) => {
+                named = true;
+                self.labels.insert(name.as_str(), id);
+            }
+            _ => {}
+        }
+        self.sum[id] = sum;
+        self.path[id] = path;
+        self.weighty[id] = weighty;
+        self.cyclic[id] = cyclic;
+        self.named_label[id] = named;
+    }
+
+    /// `do ... while (0)`: a block, not a loop.
+    fn runs_once(&self, id: NodeId) -> bool {
+        let function = self.function;
+        function.node(id).children.last().is_some_and(|&c| {
+            matches!(
+                function.node(function.strip_parens(c)).kind,
+                NodeKind::IntegerLiteral(0)
+            )
+        })
+    }
+
+    fn plan_statement(&mut self, id: NodeId) {
+        if self.sum[id] == 0 {
+            return;
+        }
+        match self.function.node(id).kind {
+            NodeKind::Compound => {
+                let items = self.function.node(id).children.clone();
+                self.plan_items(&items);
+            }
+            _ => self.plan_items(&[id]),
+        }
+    }
+
+    /// Groups a block's statements into runs; statements that cannot be in
+    /// one are searched for smaller regions.
+    fn plan_items(&mut self, items: &[NodeId]) {
+        let mut run: Vec<NodeId> = Vec::new();
+        let mut run_start = 0;
+        for &item in items {
+            let inner = self.strip_labels(item);
+            if inner != item {
+                self.flush(&mut run, run_start, false);
+            }
+            if let Some(reason) = self.boundary(inner) {
+                self.flush(&mut run, run_start, false);
+                if let Some(reason) = reason
+                    && self.sum[inner] >= 2
+                {
+                    self.stats.fall_back(reason);
+                }
+                self.descend(inner);
+                continue;
+            }
+            if run.is_empty() {
+                run_start = self.function.node(inner).start;
+            }
+            run.push(item);
+        }
+        self.flush(&mut run, run_start, true);
+    }
+
+    /// The statement under `id`'s labels.
+    fn strip_labels(&self, mut id: NodeId) -> NodeId {
+        while let NodeKind::Labelled(_) = self.function.node(id).kind {
+            match self.function.node(id).children.last() {
+                Some(&sub) => id = sub,
+                None => break,
+            }
+        }
+        id
+    }
+
+    /// Whether statement `id` cannot be part of a run: `Some(None)` for
+    /// the program's structure (a loop or weighty call inside),
+    /// `Some(Some(reason))` for what cloning cannot copy.
+    fn boundary(&self, id: NodeId) -> Option<Option<&'static str>> {
+        if self.weighty[id] || self.cyclic[id] {
+            return Some(None);
+        }
+        let node = self.function.node(id);
+        if self.has_static(node.start, node.end) {
+            return Some(Some("static local"));
+        }
+        if self.has_outer_case(id, node.start, node.end) {
+            return Some(Some("case label of an outer switch"));
+        }
+        None
+    }
+
+    fn has_static(&self, start: usize, end: usize) -> bool {
+        let first = self.statics.partition_point(|&key| key < start);
+        self.statics.get(first).is_some_and(|&key| key < end)
+    }
+
+    /// Whether the subtree of `root` (extent `start..end`) holds a `case`
+    /// or `default` label of a `switch` outside it.
+    fn has_outer_case(&self, root: NodeId, start: usize, end: usize) -> bool {
+        let function = self.function;
+        subtree(function, root).any(|id| {
+            matches!(
+                function.node(id).kind,
+                NodeKind::Labelled(Label::Case | Label::Default)
+            ) && self
+                .enclosing(id, |k| matches!(k, NodeKind::Switch))
+                .is_none_or(|switch| {
+                    let s = function.node(switch);
+                    s.start < start || s.end > end
+                })
+        })
+    }
+
+    /// The nearest ancestor of `id` whose kind `wanted` accepts.
+    fn enclosing(&self, id: NodeId, wanted: impl Fn(&NodeKind) -> bool) -> Option<NodeId> {
+        let mut at = self.function.node(id).parent;
+        while let Some(parent) = at {
+            if wanted(&self.function.node(parent).kind) {
+                return Some(parent);
+            }
+            at = self.function.node(parent).parent;
+        }
+        None
+    }
+
+    /// Searches a statement that cannot join a run for regions inside it.
+    fn descend(&mut self, id: NodeId) {
+        let function = self.function;
+        let node = function.node(id);
+        match node.kind {
+            NodeKind::Compound => self.plan_statement(id),
+            NodeKind::If => {
+                for &child in node.children.iter().skip(1) {
+                    self.plan_statement(child);
+                }
+            }
+            NodeKind::Switch => {
+                if let Some(&body) = node.children.last() {
+                    self.plan_statement(body);
+                }
+            }
+            NodeKind::While | NodeKind::For { .. } | NodeKind::Do => {
+                if !self.plan_loop(id)
+                    && let Some(&body) = node
+                        .children
+                        .iter()
+                        .find(|&&c| function.node(c).is_statement)
+                {
+                    self.plan_statement(body);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Ends the current run: a region if it holds at least two sites (one
+    /// site is cheaper with its own check). A run that stops before the
+    /// end of its block must not hold declarations, whose scope would
+    /// shrink: it is split around them.
+    fn flush(&mut self, run: &mut Vec<NodeId>, run_start: usize, reaches_end: bool) {
+        if run.is_empty() {
+            return;
+        }
+        let items = std::mem::take(run);
+        let function = self.function;
+        let mut segments: Vec<(usize, Vec<NodeId>)> = Vec::new();
+        if reaches_end {
+            segments.push((run_start, items));
+        } else {
+            let mut current: Vec<NodeId> = Vec::new();
+            let mut start = run_start;
+            for (index, item) in items.into_iter().enumerate() {
+                if is_declaration(function, item) {
+                    if !current.is_empty() {
+                        segments.push((start, std::mem::take(&mut current)));
+                    }
+                    continue;
+                }
+                if current.is_empty() {
+                    start = if index == 0 {
+                        run_start
+                    } else {
+                        function.node(item).start
+                    };
+                }
+                current.push(item);
+            }
+            if !current.is_empty() {
+                segments.push((start, current));
+            }
+        }
+        for (start, items) in segments {
+            let Some(&last) = items.last() else {
+                continue;
+            };
+            let sites: u32 = items.iter().map(|&i| self.sum[i]).sum();
+            let named = items.iter().any(|&i| self.named_label[i]);
+            // With labels inside, a forward goto can join any two paths:
+            // every site is then on one path.
+            let weight = if named {
+                sites
+            } else {
+                items.iter().map(|&i| self.path[i]).sum()
+            };
+            if weight < 2 {
+                continue;
+            }
+            let Some(end) = statement_end(function, self.text, last) else {
+                self.stats.fall_back("statement end not found");
+                continue;
+            };
+            if let Some(reason) = self.unclonable_extent(start, end) {
+                self.stats.fall_back(reason);
+                continue;
+            }
+            self.regions.push(Region {
+                shape: Shape::Run,
+                start,
+                end,
+                weight,
+                sites,
+            });
+        }
+    }
+
+    /// One iteration of loop `id` as a region, if it can be one.
+    fn plan_loop(&mut self, id: NodeId) -> bool {
+        let function = self.function;
+        let node = function.node(id);
+        let parts = loop_parts(function, id);
+        let Some(body) = parts.body else {
+            return false;
+        };
+        let iteration = [parts.condition, parts.step, Some(body)];
+        let iteration = iteration.iter().flatten().copied();
+        if iteration
+            .clone()
+            .any(|part| self.weighty[part] || self.cyclic[part])
+        {
+            return false;
+        }
+        let sites: u32 = iteration.clone().map(|p| self.sum[p]).sum();
+        if sites == 0 {
+            return false;
+        }
+        if self.has_static(node.start, node.end) {
+            self.stats.fall_back("static local");
+            return false;
+        }
+        if self.has_outer_case(id, node.start, node.end) {
+            self.stats.fall_back("case label of an outer switch");
+            return false;
+        }
+        for part in [parts.condition, parts.step].into_iter().flatten() {
+            if subtree(function, part).any(|n| {
+                matches!(
+                    function.node(n).kind,
+                    NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(_)
+                )
+            }) {
+                self.stats.fall_back("jump in a loop header");
+                return false;
+            }
+        }
+        let named = self.named_label[body];
+        let weight = if named {
+            sites
+        } else {
+            iteration.map(|p| self.path[p]).sum()
+        };
+        let Some(end) = statement_end(function, self.text, id) else {
+            self.stats.fall_back("statement end not found");
+            return false;
+        };
+        if let Some(reason) = self.unclonable_extent(node.start, end) {
+            self.stats.fall_back(reason);
+            return false;
+        }
+        self.regions.push(Region {
+            shape: Shape::Loop { node: id },
+            start: node.start,
+            end,
+            weight,
+            sites,
+        });
+        true
+    }
+
+    /// Checks of a whole region: no `goto` back to a label inside it (a
+    /// loop), no jump inside a `return`'s value.
+    fn unclonable_extent(&self, start: usize, end: usize) -> Option<&'static str> {
+        let function = self.function;
+        let inside = |id: NodeId| {
+            let n = function.node(id);
+            n.start >= start && n.end <= end
+        };
+        for (id, node) in function.nodes.iter().enumerate() {
+            if node.start < start || node.end > end {
+                continue;
+            }
+            match &node.kind {
+                NodeKind::Jump(Jump::Goto(name)) => {
+                    if let Some(&label) = self.labels.get(name.as_str())
+                        && inside(label)
+                        && function.node(label).start < node.start
+                    {
+                        return Some("backward goto");
+                    }
+                }
+                NodeKind::Return
+                    if subtree(function, id).skip(1).any(|n| {
+                        matches!(function.node(n).kind, NodeKind::Jump(_) | NodeKind::Return)
+                    }) =>
+                {
+                    return Some("jump inside a return");
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+/// The parts of a loop: (condition, step, body).
+struct LoopParts {
+    init: Option<NodeId>,
+    condition: Option<NodeId>,
+    step: Option<NodeId>,
+    body: Option<NodeId>,
+}
+
+fn loop_parts(function: &Function, id: NodeId) -> LoopParts {
+    let node = function.node(id);
+    match node.kind {
+        NodeKind::For { .. } => match function.for_parts(id) {
+            Some(parts) => LoopParts {
+                init: parts.init,
+                condition: parts.condition,
+                step: parts.step,
+                body: Some(parts.body),
+            },
+            None => LoopParts {
+                init: None,
+                condition: None,
+                step: None,
+                body: None,
+            },
+        },
+        NodeKind::While => LoopParts {
+            init: None,
+            condition: node.children.first().copied(),
+            step: None,
+            body: node.children.get(1).copied(),
+        },
+        // `do body while (condition);`
+        _ => LoopParts {
+            init: None,
+            condition: node.children.get(1).copied(),
+            step: None,
+            body: node.children.first().copied(),
+        },
+    }
+}
+
+/// A block item that declares something.
+fn is_declaration(function: &Function, id: NodeId) -> bool {
+    let node = function.node(id);
+    matches!(node.kind, NodeKind::Statement | NodeKind::Opaque)
+        && !node.children.is_empty()
+        && node.children.iter().all(|&c| {
+            matches!(
+                function.node(c).kind,
+                NodeKind::Decl { .. } | NodeKind::Opaque
+            )
+        })
+        || matches!(node.kind, NodeKind::Decl { .. })
+}
+
+/// The offset just after statement `id`, its `;` included.
+fn statement_end(function: &Function, text: &[u8], id: NodeId) -> Option<usize> {
+    let node = function.node(id);
+    match node.kind {
+        NodeKind::Compound => {
+            (text.get(node.end.checked_sub(1)?) == Some(&b'}')).then_some(node.end)
+        }
+        NodeKind::If
+        | NodeKind::While
+        | NodeKind::For { .. }
+        | NodeKind::Switch
+        | NodeKind::Labelled(_) => statement_end(function, text, *node.children.last()?),
+        _ => {
+            if node.end > node.start && text.get(node.end - 1) == Some(&b';') {
+                return Some(node.end);
+            }
+            let next = skip_trivia(text, node.end);
+            (text.get(next) == Some(&b';')).then_some(next + 1)
+        }
+    }
+}
+
+/// Nodes in post-order (children before parents), without recursion.
+fn post_order(function: &Function) -> Vec<NodeId> {
+    let mut order = Vec::with_capacity(function.nodes.len());
+    let mut stack = vec![(function.body, false)];
+    while let Some((id, expanded)) = stack.pop() {
+        if expanded {
+            order.push(id);
+            continue;
+        }
+        stack.push((id, true));
+        for &child in function.node(id).children.iter().rev() {
+            stack.push((child, false));
+        }
+    }
+    order
+}
+
+/// `root` and its descendants, in pre-order.
+fn subtree(function: &Function, root: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+    let mut stack = vec![root];
+    std::iter::from_fn(move || {
+        let id = stack.pop()?;
+        stack.extend(function.node(id).children.iter().rev());
+        Some(id)
+    })
+}
+
+struct Renderer<'a> {
+    function: &'a Function,
+    text: &'a [u8],
+    map: &'a LineMap,
+    marks: &'a [Mark],
+}
+
+/// Which copy a piece of text goes to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Version {
+    Fast,
+    Slow,
+}
+
+impl Renderer<'_> {
+    fn render(
+        &self,
+        region: &Region,
+        number: usize,
+        own: &[Insertion],
+    ) -> Result<String, &'static str> {
+        let local = format!("__cbi_L{number}");
+        // Declared, then assigned: a jump from outside into the slow copy
+        // skips no initialisation (-Wjump-misses-init).
+        let check = format!(
+            "int {local}; {local} = cbi_countdown; \
+             if (__builtin_expect({local} > {}, 1)) {{",
+            region.weight
+        );
+        let mut out = String::new();
+        match &region.shape {
+            Shape::Run => {
+                let _ = write!(out, "{{ {check}");
+                let (start, end) = (region.start, region.end);
+                self.piece(
+                    &mut out,
+                    region,
+                    &local,
+                    None,
+                    start,
+                    end,
+                    Version::Fast,
+                    own,
+                )?;
+                let _ = write!(out, " cbi_countdown = {local}; }} else {{");
+                self.piece(
+                    &mut out,
+                    region,
+                    &local,
+                    None,
+                    start,
+                    end,
+                    Version::Slow,
+                    own,
+                )?;
+                out.push_str(" } }");
+            }
+            Shape::Loop { node } => {
+                self.render_loop(&mut out, region, *node, number, &local, &check, own)?;
+            }
+        }
+        Ok(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn render_loop(
+        &self,
+        out: &mut String,
+        region: &Region,
+        id: NodeId,
+        number: usize,
+        local: &str,
+        check: &str,
+        own: &[Insertion],
+    ) -> Result<(), &'static str> {
+        let function = self.function;
+        let node = function.node(id);
+        let parts = loop_parts(function, id);
+        let body = parts.body.ok_or("loop without a body")?;
+        let body_end = statement_end(function, self.text, body).ok_or("statement end not found")?;
+        // `for`'s initialisation runs once, before the local is loaded;
+        // its sites keep their checks.
+        out.push('{');
+        if let Some(init) = parts.init {
+            let NodeKind::For { first_semicolon } = node.kind else {
+                return Err("loop shape");
+            };
+            let (start, end) = (
+                function.node(init).start,
+                function.node(init).end.min(first_semicolon),
+            );
+            self.piece(out, region, local, None, start, end, Version::Slow, own)?;
+            out.push(';');
+        }
+        // `check` declares the local outside the loop, then tests it
+        // inside.
+        let (declare, test) = check.split_at(check.find("if (").ok_or("check")?);
+        let _ = write!(out, " {{ {declare}for (;;) {{ {test}");
+        let continued = subtree(function, body).any(|n| {
+            matches!(function.node(n).kind, NodeKind::Jump(Jump::Continue))
+                && self.continue_target(n) == Some(id)
+        });
+        let is_do = matches!(node.kind, NodeKind::Do);
+        for copy in [Version::Fast, Version::Slow] {
+            let label = format!(
+                "__cbi_c{}{number}",
+                if copy == Version::Fast { 'f' } else { 's' }
+            );
+            let exit = if copy == Version::Fast {
+                format!("cbi_countdown = {local}; ")
+            } else {
+                String::new()
+            };
+            let condition = |out: &mut String| -> Result<(), &'static str> {
+                if let Some(condition) = parts.condition {
+                    let c = function.node(condition);
+                    out.push_str(" if (!(");
+                    self.piece(out, region, local, None, c.start, c.end, copy, own)?;
+                    let _ = write!(out, ")) {{ {exit}break; }}");
+                }
+                Ok(())
+            };
+            if copy == Version::Slow {
+                let _ = write!(out, " }} else {{ cbi_countdown = {local};");
+            }
+            if !is_do {
+                condition(out)?;
+            }
+            out.push(' ');
+            let b = function.node(body);
+            let looping = Some((id, label.as_str()));
+            self.piece(out, region, local, looping, b.start, body_end, copy, own)?;
+            if continued {
+                let _ = write!(out, " {label}: ;");
+            }
+            if let Some(step) = parts.step {
+                let s = function.node(step);
+                out.push_str(" (void)(");
+                self.piece(out, region, local, None, s.start, s.end, copy, own)?;
+                out.push_str(");");
+            }
+            if is_do {
+                condition(out)?;
+            }
+            if copy == Version::Slow {
+                let _ = write!(out, " {local} = cbi_countdown;");
+            }
+        }
+        out.push_str(" } } } }\n");
+        // Back to the line and column where the loop ends.
+        let system = self.map.presumed(region.end).is_some_and(|p| p.system);
+        out.push_str(
+            &self
+                .map
+                .marker_for(region.end, system)
+                .ok_or("no line marker")?,
+        );
+        out.push_str(&self.padding(region.end));
+        Ok(())
+    }
+
+    /// The loop (or switch) a `break` or `continue` at `id` leaves.
+    fn jump_target(&self, id: NodeId, include_switch: bool) -> Option<NodeId> {
+        let function = self.function;
+        let mut at = function.node(id).parent;
+        while let Some(parent) = at {
+            match function.node(parent).kind {
+                NodeKind::While | NodeKind::For { .. } | NodeKind::Do => return Some(parent),
+                NodeKind::Switch if include_switch => return Some(parent),
+                _ => {}
+            }
+            at = function.node(parent).parent;
+        }
+        None
+    }
+
+    fn continue_target(&self, id: NodeId) -> Option<NodeId> {
+        self.jump_target(id, false)
+    }
+
+    /// Renders `start..end` of `region` as `copy` into `out`, after a line
+    /// marker that puts it at its own line and column. `looping` names
+    /// the region's loop and the label its `continue`s go to.
+    #[allow(clippy::too_many_arguments)]
+    fn piece(
+        &self,
+        out: &mut String,
+        region: &Region,
+        local: &str,
+        looping: Option<(NodeId, &str)>,
+        start: usize,
+        end: usize,
+        copy: Version,
+        own: &[Insertion],
+    ) -> Result<(), &'static str> {
+        let function = self.function;
+        let text = self.text;
+        let system = copy == Version::Fast || self.map.presumed(start).is_some_and(|p| p.system);
+        let mut insertions: Vec<Insertion> = Vec::new();
+        if copy == Version::Slow {
+            for insertion in own {
+                if insertion.start >= start && insertion.end <= end {
+                    insertions.push(insertion.clone());
+                }
+            }
+        } else {
+            // The site code becomes decrements of the local countdown (of
+            // the global one inside a `return`, which writes back first).
+            let mut decrements: BTreeMap<(usize, usize, bool), (u32, bool)> = BTreeMap::new();
+            for mark in self.marks {
+                let node = function.node(mark.node);
+                if node.start < start || node.end > end {
+                    continue;
+                }
+                let in_return = self.inside_return(mark.node, region);
+                let entry = decrements
+                    .entry((node.start, node.end, mark.lvalue))
+                    .or_insert((0, in_return));
+                entry.0 += mark.count;
+            }
+            for ((s, e, lvalue), (count, in_return)) in decrements {
+                let counter = if in_return { "cbi_countdown" } else { local };
+                let (open, close) = if lvalue {
+                    (format!("(*({counter} -= {count}, &("), ")))".to_owned())
+                } else {
+                    (format!("({counter} -= {count}, "), ")".to_owned())
+                };
+                insertions.push(Insertion::wrap(s, e, 9, open, close));
+            }
+            // Markers inside stay system-header text.
+            for (newline, marker_system) in self.map.markers_between(start, end) {
+                if !marker_system {
+                    insertions.push(Insertion::point(newline, " 3".to_owned()));
+                }
+            }
+        }
+        // Jumps and labels.
+        for (id, node) in function.nodes.iter().enumerate() {
+            if node.start < start || node.end > end {
+                continue;
+            }
+            let inside = |other: NodeId| {
+                let n = function.node(other);
+                n.start >= region.start && n.end <= region.end
+            };
+            let write_back = format!("cbi_countdown = {local}; ");
+            match &node.kind {
+                NodeKind::Jump(Jump::Continue)
+                    if looping.is_some_and(|(l, _)| self.continue_target(id) == Some(l)) =>
+                {
+                    let label = looping.map(|(_, label)| label).unwrap_or_default();
+                    insertions.push(replacement(node.start, node.end, format!("goto {label}")));
+                }
+                NodeKind::Jump(jump) if copy == Version::Fast => {
+                    let leaves = match jump {
+                        Jump::Break => self
+                            .jump_target(id, true)
+                            .is_none_or(|t| !inside(t) || looping.is_some_and(|(l, _)| l == t)),
+                        Jump::Continue => self.continue_target(id).is_none_or(|t| !inside(t)),
+                        Jump::Goto(name) => match self.label(name) {
+                            Some(label) if inside(label) => {
+                                let spelled = &text[node.start..node.end];
+                                if !spelled.ends_with(name.as_bytes()) {
+                                    return Err("goto spelling");
+                                }
+                                insertions.push(replacement(
+                                    node.end - name.len(),
+                                    node.end,
+                                    format!("__cbi_fast_{name}"),
+                                ));
+                                false
+                            }
+                            _ => true,
+                        },
+                        Jump::Computed => return Err("computed goto"),
+                    };
+                    if leaves {
+                        let stop =
+                            statement_end(function, text, id).ok_or("statement end not found")?;
+                        insertions.push(Insertion::wrap(
+                            node.start,
+                            stop,
+                            0,
+                            format!("{{ {write_back}"),
+                            " }".to_owned(),
+                        ));
+                    }
+                }
+                NodeKind::Return if copy == Version::Fast => {
+                    let stop =
+                        statement_end(function, text, id).ok_or("statement end not found")?;
+                    insertions.push(Insertion::wrap(
+                        node.start,
+                        stop,
+                        0,
+                        format!("{{ {write_back}"),
+                        " }".to_owned(),
+                    ));
+                }
+                NodeKind::Labelled(Label::Named(name)) if copy == Version::Fast => {
+                    if !text[node.start..].starts_with(name.as_bytes()) {
+                        return Err("label spelling");
+                    }
+                    insertions.push(replacement(
+                        node.start,
+                        node.start + name.len(),
+                        format!("__cbi_fast_{name}"),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        out.push('\n');
+        let presumed = self.map.marker_for(start, system).ok_or("no line marker")?;
+        out.push_str(&presumed);
+        out.push_str(&self.padding(start));
+        let mut rendered = Vec::with_capacity(end - start + insertions.len() * 24);
+        super::apply_insertions(&mut rendered, text, start, end, insertions);
+        out.push_str(&String::from_utf8_lossy(&rendered));
+        Ok(())
+    }
+
+    fn label(&self, name: &str) -> Option<NodeId> {
+        self.function
+            .nodes
+            .iter()
+            .position(|n| matches!(&n.kind, NodeKind::Labelled(Label::Named(l)) if l == name))
+    }
+
+    /// Whether `id` is inside a `return` of `region`.
+    fn inside_return(&self, id: NodeId, region: &Region) -> bool {
+        let mut at = Some(id);
+        while let Some(node) = at {
+            let n = self.function.node(node);
+            if n.start < region.start {
+                return false;
+            }
+            if matches!(n.kind, NodeKind::Return) {
+                return true;
+            }
+            at = n.parent;
+        }
+        false
+    }
+
+    /// Blanks as wide as the text before `offset` on its line (tabs kept),
+    /// so that columns stay the user's.
+    fn padding(&self, offset: usize) -> String {
+        let line_start = self.map.line_start(offset);
+        self.text[line_start..offset]
+            .iter()
+            .map(|&b| if b == b'\t' { '\t' } else { ' ' })
+            .collect()
+    }
+}
+
+fn replacement(start: usize, end: usize, text: String) -> Insertion {
+    Insertion {
+        start,
+        end,
+        rank: 0,
+        open: text,
+        close: String::new(),
+        replace: true,
+        prologue: false,
+    }
+}

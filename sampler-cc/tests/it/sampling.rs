@@ -1,0 +1,450 @@
+//! The sampling transform: fast and slow copies of regions change neither
+//! what programs do nor the chance of each event to be observed.
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+/// C that cloning must copy faithfully: `switch` fall-through, Duff's
+/// device, forward and backward `goto`, labels reached from outside a
+/// region, `static` locals, VLAs, statement expressions, computed `goto`,
+/// `setjmp`/`longjmp`, recursion, callbacks through `qsort`, every loop
+/// form with `break` and `continue`, and `return` inside regions.
+const TRICKY: &str = r#"#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static jmp_buf env;
+
+static int duff(int *to, const int *from, int count)
+{
+    int n = (count + 3) / 4, sum = 0;
+    if (count <= 0)
+        return 0;
+    switch (count % 4) {
+    case 0: do { *to = *from++; sum += *to;
+    case 3:      *to = *from++; sum += *to;
+    case 2:      *to = *from++; sum += *to;
+    case 1:      *to = *from++; sum += *to;
+            } while (--n > 0);
+    }
+    return sum;
+}
+
+static int classify(int x)
+{
+    int r = 0;
+    switch (x % 5) {
+    case 0: r += 1;
+    case 1: r += 2; break;
+    case 2: { int t = x * 2; r = t > 10 ? t : -t; } break;
+    default: r = x; if (r > 100) break; r++;
+    }
+    return r;
+}
+
+static int gotos(int x)
+{
+    int acc = 0, i = 0;
+    if (x < 0)
+        goto negative;
+    acc = x * 2;
+    if (acc > 50)
+        goto done;
+    acc += 3;
+    if (acc > 40) { acc++; goto skip; }
+    acc--;
+skip:
+    acc += 2;
+negative:
+    acc -= 1;
+again:
+    if (i < 3) { acc += i; i++; goto again; }
+    if (acc > 30) { int k = acc; back: k -= 9; acc += k > 0; if (k > 20) goto back; }
+done:
+    return acc;
+}
+
+static int counter(int x)
+{
+    int v = 0;
+    if (x > 0) { static int calls; calls++; v = calls % 9 + x; if (v > 5) v -= 2; }
+    return v;
+}
+
+static int vla(int n)
+{
+    int a[n];
+    int s = 0;
+    for (int i = 0; i < n; i++)
+        a[i] = i * i;
+    for (int i = 0; i < n; i++) {
+        if (a[i] % 2)
+            s += a[i];
+        else
+            s -= a[i];
+    }
+    return s + (int)(sizeof a / sizeof a[0]);
+}
+
+static int statement_expressions(int x)
+{
+    int y = ({ int t = x * 3; if (t > 20) t -= 7; t; });
+    int z = ({ int u = 0; for (int k = 0; k < x % 5; k++) u += k; u; });
+    return y + z;
+}
+
+static int computed(int x)
+{
+    static void *targets[] = { &&even, &&odd };
+    int r = x;
+    goto *targets[x & 1];
+even:
+    r += 10;
+    if (r > 15) r--;
+    return r;
+odd:
+    r -= 10;
+    if (r < 0) r = -r;
+    return r;
+}
+
+static int jumped(int x)
+{
+    volatile int r = x;
+    if (setjmp(env) == 0) {
+        if (x % 7 == 0)
+            longjmp(env, 1);
+        r += 1;
+    } else {
+        r -= 1;
+    }
+    return r;
+}
+
+static int recurse(int n)
+{
+    if (n <= 1)
+        return 1;
+    int a = n % 3;
+    if (a == 0)
+        return recurse(n - 1) + 1;
+    return recurse(n - 2) + a;
+}
+
+static int compare(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int loops(int n)
+{
+    int s = 0, i = 0, j;
+    while (i < n) {
+        if (i & 1) {
+            i++;
+            continue;
+        }
+        s += i;
+        i++;
+    }
+    do {
+        s--;
+        j = s & 3;
+        if (j == 2)
+            continue;
+        s -= j;
+    } while (s > n);
+    for (;;) {
+        s++;
+        if (s % 11 == 0)
+            break;
+    }
+    for (i = 0, j = n; i < j; i++, j--)
+        s += j - i;
+    do { s ^= 1; if (s > 1000) break; } while (0);
+    for (i = 0; i < n; i++)
+        switch (i % 3) {
+        case 0: continue;
+        case 1: s += 2; break;
+        default: if (s > 500) return s;
+        }
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? atoi(argv[1]) : 3000;
+    int buffer[64], source[64], sorted[32];
+    long sum = 0;
+    for (int i = 0; i < 64; i++)
+        source[i] = i * 7 % 13;
+    for (int r = 0; r < rounds; r++) {
+        sum += duff(buffer, source, r % 64);
+        sum += classify(r);
+        sum += gotos(r % 40 - 5);
+        sum += counter(r % 4);
+        sum += vla(r % 17 + 1);
+        sum += statement_expressions(r);
+        sum += computed(r);
+        sum += jumped(r);
+        sum += recurse(r % 15);
+        sum += loops(r % 23);
+        for (int i = 0; i < 32; i++)
+            sorted[i] = (r * 31 + i * 17) % 101;
+        qsort(sorted, 32, sizeof sorted[0], compare);
+        sum += sorted[r % 32];
+    }
+    printf("%ld\n", sum);
+    return (int)(sum % 5);
+}
+"#;
+
+/// The schemes of the overhead targets.
+const SCHEMES: [&str; 4] = [
+    "-fsampler-strict",
+    "-fsampler-scheme=branches",
+    "-fsampler-scheme=returns",
+    "-fsampler-scheme=scalar-pairs",
+];
+
+/// Runs `program` and returns its stdout and exit status.
+fn run_with_status(lab: &Lab, program: &str, report: &str, env: &[(&str, &str)]) -> (String, i32) {
+    let output = lab
+        .command(lab.path(program))
+        .env("SAMPLER_FILE", lab.path(report))
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let status = output.status.code().expect("killed by a signal");
+    (String::from_utf8(output.stdout).unwrap(), status)
+}
+
+/// `resolve-samples` lines keyed by site (without the binary's name and
+/// the unit signature; sites alike are told apart by their rank), with
+/// their counters.
+fn counters(resolved: &str) -> BTreeMap<String, Vec<u64>> {
+    let mut sites = BTreeMap::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for line in resolved.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let arity = match fields[2] {
+            "branches" => 2,
+            _ => 3,
+        };
+        let (key, values) = fields.split_at(fields.len() - arity);
+        let values = values.iter().map(|v| v.parse().unwrap()).collect();
+        let key = key[2..].join("\t");
+        let rank = seen.entry(key.clone()).or_default();
+        *rank += 1;
+        sites.insert(format!("{key}\t#{rank}"), values);
+    }
+    sites
+}
+
+#[test]
+fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
+    let lab = Lab::new();
+    lab.write("tricky.c", TRICKY);
+    let plain = lab
+        .command("gcc")
+        .args(["-O2", "-Wall", "-Wextra", "tricky.c", "-o", "plain"])
+        .output()
+        .unwrap();
+    assert!(plain.status.success(), "{plain:?}");
+    let warnings = diagnostics(&plain.stderr);
+    assert_eq!(warnings.len(), 4, "{warnings:?}");
+    let expected = run_with_status(&lab, "plain", "none", &[]);
+    assert_eq!(expected, ("27136781\n".to_owned(), 1));
+
+    let mut args = SCHEMES.to_vec();
+    args.extend([
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-fno-sample",
+        "tricky.c",
+        "-o",
+        "unconditional",
+    ]);
+    let output = lab.cc(&args);
+    assert_eq!(diagnostics(&output.stderr), warnings);
+    assert_eq!(
+        run_with_status(&lab, "unconditional", "exact", &[]),
+        expected
+    );
+    let exact = counters(&lab.resolve("exact", &["unconditional"]));
+    assert_eq!(exact.len(), 370);
+
+    let mut args = SCHEMES.to_vec();
+    args.extend([
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-fsampler-stats",
+        "tricky.c",
+        "-o",
+        "sampled",
+    ]);
+    let output = lab.cc(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stats = stderr
+        .lines()
+        .find_map(|line| line.split_once("; regions: "))
+        .map(|(_, rest)| rest.split("; front end").next().unwrap().to_owned());
+    assert_eq!(
+        stats.as_deref(),
+        Some(
+            "21 cloned (12 runs, 9 loops, 193 sites), 5 fell back (1 backward goto, \
+             1 case label of an outer switch, 1 computed goto, 1 setjmp, 1 static local)"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(diagnostics(&output.stderr), warnings, "{stderr}");
+
+    // Every event observed: the counters are exact.
+    let ones = run_with_status(&lab, "sampled", "ones", &[("SAMPLER_SPARSITY", "1")]);
+    assert_eq!(ones, expected);
+    assert_eq!(counters(&lab.resolve("ones", &["sampled"])), exact);
+
+    // Sparse: fast copies run, the program does the same.
+    for sparsity in ["10", "1000"] {
+        for seed in ["1", "2"] {
+            let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", seed)];
+            assert_eq!(
+                run_with_status(&lab, "sampled", "sparse", &env),
+                expected,
+                "sparsity {sparsity}, seed {seed}"
+            );
+            let observed = counters(&lab.resolve("sparse", &["sampled"]));
+            assert_eq!(
+                observed.keys().collect::<Vec<_>>(),
+                exact.keys().collect::<Vec<_>>()
+            );
+            for (site, values) in &observed {
+                for (seen, all) in values.iter().zip(&exact[site]) {
+                    assert!(seen <= all, "{site}: {seen} observed of {all}");
+                }
+            }
+        }
+    }
+}
+
+/// Sites where unbiasedness is easy to get wrong: in loops, after calls
+/// that consume the countdown, in recursion, in both arms of branches and
+/// in threads.
+const SHAPES: &str = r#"#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int rec(int n)
+{
+    if (n == 0)
+        return 0;
+    return rec(n - 1) + (n & 1);
+}
+
+static void *worker(void *arg)
+{
+    long n = (long)arg, s = 0;
+    for (long i = 0; i < n; i++) {
+        if (i % 3 == 0)
+            s++;
+        else
+            s--;
+    }
+    return (void *)s;
+}
+
+int main(int argc, char **argv)
+{
+    long s = 0;
+    int rounds = argc > 1 ? atoi(argv[1]) : 100000;
+    for (int i = 0; i < rounds; i++) {
+        if (i & 1)
+            s += 2;
+        else
+            s -= 1;
+        int q = rec(i % 6);
+        if (q > 1)
+            s++;
+        if (abs(q - 2) < 1)
+            s--;
+    }
+    pthread_t threads[4];
+    for (long t = 0; t < 4; t++)
+        pthread_create(&threads[t], NULL, worker, (void *)(rounds + t * 1000));
+    for (int t = 0; t < 4; t++) {
+        void *r;
+        pthread_join(threads[t], &r);
+        s += (long)r;
+    }
+    printf("%ld\n", s);
+    return 0;
+}
+"#;
+
+#[test]
+fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
+    let lab = Lab::new();
+    lab.write("shapes.c", SHAPES);
+    let common = [
+        "-fsampler-strict",
+        "-fsampler-scheme=branches",
+        "-fsampler-scheme=returns",
+        "-fsampler-scheme=scalar-pairs",
+        "-O2",
+        "-pthread",
+        "shapes.c",
+    ];
+    let mut args = common.to_vec();
+    args.extend(["-fno-sample", "-o", "exact"]);
+    lab.cc(&args);
+    let output = lab.run("exact", &[], "exact-report", &[]);
+    let exact = counters(&lab.resolve("exact-report", &["exact"]));
+
+    for (build, extra) in [
+        ("cloned", "-fclone-regions"),
+        ("per-site", "-fno-clone-regions"),
+    ] {
+        let mut args = common.to_vec();
+        args.extend([extra, "-o", build]);
+        lab.cc(&args);
+        let runs = 6;
+        let mut observed: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for seed in 1..=runs {
+            let seed = seed.to_string();
+            let env = [("SAMPLER_SPARSITY", "100"), ("SAMPLER_SEED", seed.as_str())];
+            assert_eq!(lab.run(build, &[], "sampled", &env), output);
+            for (site, values) in counters(&lab.resolve("sampled", &[build])) {
+                let total = observed
+                    .entry(site)
+                    .or_insert_with(|| vec![0; values.len()]);
+                for (sum, value) in total.iter_mut().zip(values) {
+                    *sum += value;
+                }
+            }
+        }
+        assert_eq!(observed.len(), exact.len());
+        let mut checked = 0;
+        for (site, all) in &exact {
+            for (index, &events) in all.iter().enumerate() {
+                // Observed ~ Binomial(runs * events, 1/100).
+                let n = (runs * events) as f64;
+                let mean = n / 100.0;
+                let sigma = (n * 0.01 * 0.99).sqrt();
+                let seen = observed[site][index] as f64;
+                assert!(
+                    (seen - mean).abs() <= 5.0 * sigma.max(0.2),
+                    "{build}: {site} counter {index}: {seen} observed, {mean:.1} ± {sigma:.1} expected"
+                );
+                if events >= 50_000 {
+                    checked += 1;
+                }
+            }
+        }
+        // The many-event counters, where a bias would show, are all there.
+        assert_eq!(checked, 36, "{build}");
+    }
+}
