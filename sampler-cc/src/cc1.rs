@@ -168,13 +168,15 @@ fn instrument_file(
             .collect();
         eprintln!(
             "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs, {} loops, \
-             {} sites), {fell_back} fell back{}; front end {:.3} s, instrumentation {:.3} s",
+             {} expressions, {} sites), {fell_back} fell back{}; front end {:.3} s, \
+             instrumentation {:.3} s",
             main_file(&text).unwrap_or_else(|| input.display().to_string()),
             unit.functions.len(),
             counts.join(", "),
-            regions.runs + regions.loops,
+            regions.runs + regions.loops + regions.expressions,
             regions.runs,
             regions.loops,
+            regions.expressions,
             regions.cloned_sites,
             if reasons.is_empty() {
                 String::new()

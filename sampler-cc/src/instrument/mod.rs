@@ -25,6 +25,10 @@ use crate::frontend::{Function, NodeId, NodeKind, Unit, Variable};
 use crate::options::Options;
 use crate::preprocessed::{LineMap, site_text};
 
+/// How a sampled site starts: the per-site countdown check on the global
+/// countdown (regions rewrite it to their local one).
+const SAMPLED_CHECK: &str = "(__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample() ? ";
+
 /// Callees whose "result" is not a value worth observing.
 const UNOBSERVED_CALLEE_PREFIXES: [&str; 3] = ["__builtin_", "__atomic_", "__sync_"];
 
@@ -408,9 +412,7 @@ impl Context<'_> {
             action.to_owned()
         };
         if self.options.sample {
-            format!(
-                "(__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample() ? {action} : (void)0)"
-            )
+            format!("{SAMPLED_CHECK}{action} : (void)0)")
         } else {
             action
         }

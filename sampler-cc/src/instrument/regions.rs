@@ -7,23 +7,30 @@
 //!
 //! ```c
 //! { int L; L = cbi_countdown;
-//!   if (__builtin_expect(L > W, 1)) { FAST cbi_countdown = L; } else { SLOW } }
+//!   if (__builtin_expect(L > W, 1)) { FAST } else { SLOW } cbi_countdown = L; }
 //! ```
 //!
 //! W is the most sites on any path through the region, SLOW is the region
-//! with its per-site checks on `cbi_countdown`, and FAST is the region with
-//! each site's code replaced by `L -= n` on the same expression. When the
-//! countdown exceeds W no site can fire before the region ends, so FAST
-//! decrements exactly as SLOW would: sampling stays that of one check per
-//! event, hence unbiased. FAST writes `L` back before every jump that
-//! leaves the region (`return`, `break`, `continue`, `goto`). A loop keeps
-//! `L` across its iterations and checks it at the top of each one:
+//! with its per-site checks on `L` (the global countdown is only touched to
+//! draw a sample), and FAST is the region with each site's code replaced
+//! by `L -= n` on the same expression. When the countdown exceeds W no
+//! site can fire before the region ends, so FAST decrements exactly as
+//! SLOW would: sampling stays that of one check per event, hence
+//! unbiased. Both copies write `L` back before every jump that leaves the
+//! region (`return`, `break`, `continue`, `goto`); inside a `return`, which
+//! writes back before its value is computed, sites use the global
+//! countdown. A loop keeps `L` across its iterations and checks it at the
+//! top of each one:
 //!
 //! ```c
 //! { INIT; { int L; L = cbi_countdown;
 //!   for (;;) { if (__builtin_expect(L > W, 1)) { if (!(COND)) { cbi_countdown = L; break; } BODY STEP }
-//!              else { cbi_countdown = L; if (!(COND)) break; BODY STEP L = cbi_countdown; } } } }
+//!              else { if (!(COND)) { cbi_countdown = L; break; } BODY STEP } } } }
 //! ```
+//!
+//! The conditions and `for` steps of other loops, and the conditions of
+//! `if`s whose branches hold weighty calls, are regions of their own, as
+//! statement expressions.
 //!
 //! Cloning needs no hoisting: declarations keep their blocks (a run that
 //! does not reach the end of its block holds no declaration), labels at
@@ -42,8 +49,8 @@ use std::fmt::Write as _;
 use crate::frontend::{Call, Function, Jump, Label, NodeId, NodeKind};
 use crate::preprocessed::{LineMap, skip_trivia};
 
-use super::Insertion;
 use super::weighty::RETURNS_TWICE;
+use super::{Insertion, SAMPLED_CHECK};
 
 /// The countdown decrement that stands for `count` sites on expression
 /// `node` in a fast copy.
@@ -62,6 +69,9 @@ pub struct RegionStats {
     pub runs: usize,
     /// Loops whose iterations were cloned.
     pub loops: usize,
+    /// Conditions and `for` steps of loops with loops inside, and
+    /// conditions of `if`s whose branches are not regions.
+    pub expressions: usize,
     /// Sites inside cloned regions.
     pub cloned_sites: usize,
     /// Candidate regions left with per-site checks, by reason.
@@ -72,6 +82,7 @@ impl RegionStats {
     pub fn add(&mut self, other: &RegionStats) {
         self.runs += other.runs;
         self.loops += other.loops;
+        self.expressions += other.expressions;
         self.cloned_sites += other.cloned_sites;
         for (reason, n) in &other.fell_back {
             *self.fell_back.entry(reason).or_default() += n;
@@ -91,6 +102,18 @@ enum Shape {
     Loop {
         node: NodeId,
     },
+    /// A condition or a discarded expression (a `for` step).
+    Expression {
+        use_: Expression,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expression {
+    /// Used for its truth value.
+    Condition,
+    /// Evaluated for its effects only.
+    Discarded,
 }
 
 #[derive(Debug)]
@@ -160,6 +183,7 @@ pub(super) fn clone_regions(
                 match region.shape {
                     Shape::Run => stats.runs += 1,
                     Shape::Loop { .. } => stats.loops += 1,
+                    Shape::Expression { .. } => stats.expressions += 1,
                 }
                 stats.cloned_sites += region.sites as usize;
                 outside.push(Insertion {
@@ -429,6 +453,9 @@ impl<'a> Planner<'a> {
         match node.kind {
             NodeKind::Compound => self.plan_statement(id),
             NodeKind::If => {
+                if let Some(&condition) = node.children.first() {
+                    self.plan_expression(condition, Expression::Condition);
+                }
                 for &child in node.children.iter().skip(1) {
                     self.plan_statement(child);
                 }
@@ -439,17 +466,50 @@ impl<'a> Planner<'a> {
                 }
             }
             NodeKind::While | NodeKind::For { .. } | NodeKind::Do => {
-                if !self.plan_loop(id)
-                    && let Some(&body) = node
-                        .children
-                        .iter()
-                        .find(|&&c| function.node(c).is_statement)
-                {
+                if self.plan_loop(id) {
+                    return;
+                }
+                // A loop with loops inside: its condition and step are
+                // regions of their own, checked on each iteration.
+                let parts = loop_parts(function, id);
+                if let Some(condition) = parts.condition {
+                    self.plan_expression(condition, Expression::Condition);
+                }
+                if let Some(step) = parts.step {
+                    self.plan_expression(step, Expression::Discarded);
+                }
+                if let Some(body) = parts.body {
                     self.plan_statement(body);
                 }
             }
             _ => {}
         }
+    }
+
+    /// Expression `id` as a region of its own, if it holds two sites or
+    /// more and neither weighty calls nor jumps.
+    fn plan_expression(&mut self, id: NodeId, use_: Expression) {
+        let function = self.function;
+        if self.sum[id] < 2 || self.weighty[id] || self.cyclic[id] {
+            return;
+        }
+        if subtree(function, id).any(|n| {
+            matches!(
+                function.node(n).kind,
+                NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(_)
+            )
+        }) {
+            self.stats.fall_back("jump in an expression");
+            return;
+        }
+        let node = function.node(id);
+        self.regions.push(Region {
+            shape: Shape::Expression { use_ },
+            start: node.start,
+            end: node.end,
+            weight: self.path[id],
+            sites: self.sum[id],
+        });
     }
 
     /// Ends the current run: a region if it holds at least two sites (one
@@ -550,7 +610,10 @@ impl<'a> Planner<'a> {
             self.stats.fall_back("case label of an outer switch");
             return false;
         }
-        for part in [parts.condition, parts.step].into_iter().flatten() {
+        for part in [parts.init, parts.condition, parts.step]
+            .into_iter()
+            .flatten()
+        {
             if subtree(function, part).any(|n| {
                 matches!(
                     function.node(n).kind,
@@ -736,6 +799,9 @@ struct Renderer<'a> {
 enum Version {
     Fast,
     Slow,
+    /// Outside the local's scope (a `for`'s initialisation): as if not in
+    /// a region.
+    Before,
 }
 
 impl Renderer<'_> {
@@ -768,7 +834,7 @@ impl Renderer<'_> {
                     Version::Fast,
                     own,
                 )?;
-                let _ = write!(out, " cbi_countdown = {local}; }} else {{");
+                out.push_str(" } else {");
                 self.piece(
                     &mut out,
                     region,
@@ -779,10 +845,57 @@ impl Renderer<'_> {
                     Version::Slow,
                     own,
                 )?;
-                out.push_str(" } }");
+                let _ = write!(out, " }} cbi_countdown = {local}; }}");
             }
             Shape::Loop { node } => {
                 self.render_loop(&mut out, region, *node, number, &local, &check, own)?;
+            }
+            Shape::Expression { use_ } => {
+                // A statement expression: the region stays an expression.
+                let (start, end) = (region.start, region.end);
+                let weight = region.weight;
+                let result = format!("__cbi_R{number}");
+                let (declare, fast, slow, value) = match use_ {
+                    Expression::Condition => (
+                        format!("int {local}, {result};"),
+                        format!("{result} = !!("),
+                        format!("{result} = !!("),
+                        format!(" {result};"),
+                    ),
+                    Expression::Discarded => (
+                        format!("int {local};"),
+                        "(void)(".to_owned(),
+                        "(void)(".to_owned(),
+                        String::new(),
+                    ),
+                };
+                let _ = write!(
+                    out,
+                    "__extension__ ({{ {declare} {local} = cbi_countdown; \
+                     if (__builtin_expect({local} > {weight}, 1)) {{ {fast}"
+                );
+                self.piece(
+                    &mut out,
+                    region,
+                    &local,
+                    None,
+                    start,
+                    end,
+                    Version::Fast,
+                    own,
+                )?;
+                let _ = write!(out, "); }} else {{ {slow}");
+                self.piece(
+                    &mut out,
+                    region,
+                    &local,
+                    None,
+                    start,
+                    end,
+                    Version::Slow,
+                    own,
+                )?;
+                let _ = write!(out, "); }} cbi_countdown = {local};{value} }})");
             }
         }
         Ok(out)
@@ -815,7 +928,7 @@ impl Renderer<'_> {
                 function.node(init).start,
                 function.node(init).end.min(first_semicolon),
             );
-            self.piece(out, region, local, None, start, end, Version::Slow, own)?;
+            self.piece(out, region, local, None, start, end, Version::Before, own)?;
             out.push(';');
         }
         // `check` declares the local outside the loop, then tests it
@@ -832,11 +945,7 @@ impl Renderer<'_> {
                 "__cbi_c{}{number}",
                 if copy == Version::Fast { 'f' } else { 's' }
             );
-            let exit = if copy == Version::Fast {
-                format!("cbi_countdown = {local}; ")
-            } else {
-                String::new()
-            };
+            let exit = format!("cbi_countdown = {local}; ");
             let condition = |out: &mut String| -> Result<(), &'static str> {
                 if let Some(condition) = parts.condition {
                     let c = function.node(condition);
@@ -847,7 +956,7 @@ impl Renderer<'_> {
                 Ok(())
             };
             if copy == Version::Slow {
-                let _ = write!(out, " }} else {{ cbi_countdown = {local};");
+                out.push_str(" } else {");
             }
             if !is_do {
                 condition(out)?;
@@ -867,9 +976,6 @@ impl Renderer<'_> {
             }
             if is_do {
                 condition(out)?;
-            }
-            if copy == Version::Slow {
-                let _ = write!(out, " {local} = cbi_countdown;");
             }
         }
         out.push_str(" } } } }\n");
@@ -923,11 +1029,45 @@ impl Renderer<'_> {
         let text = self.text;
         let system = copy == Version::Fast || self.map.presumed(start).is_some_and(|p| p.system);
         let mut insertions: Vec<Insertion> = Vec::new();
+        if copy == Version::Before {
+            insertions.extend(
+                own.iter()
+                    .filter(|i| i.start >= start && i.end <= end)
+                    .cloned(),
+            );
+            return self.emit(out, start, end, system, insertions);
+        }
         if copy == Version::Slow {
+            // The per-site checks use the local countdown, and the global
+            // one only to draw a sample; inside a `return`, which writes
+            // back first, they keep the global one.
+            let local_check = format!(
+                "(__builtin_expect(--{local} <= 0, 0) && (cbi_countdown = {local}, cbi_sample() \
+                 ? ({local} = cbi_countdown, 1) : ({local} = cbi_countdown, 0)) ? "
+            );
+            let returns: Vec<(usize, usize)> = function
+                .nodes
+                .iter()
+                .filter(|n| {
+                    matches!(n.kind, NodeKind::Return)
+                        && n.start >= region.start
+                        && n.end <= region.end
+                })
+                .map(|n| (n.start, n.end))
+                .collect();
             for insertion in own {
-                if insertion.start >= start && insertion.end <= end {
-                    insertions.push(insertion.clone());
+                if insertion.start < start || insertion.end > end {
+                    continue;
                 }
+                let mut insertion = insertion.clone();
+                if !returns
+                    .iter()
+                    .any(|&(s, e)| insertion.start >= s && insertion.end <= e)
+                {
+                    insertion.open = insertion.open.replace(SAMPLED_CHECK, &local_check);
+                    insertion.close = insertion.close.replace(SAMPLED_CHECK, &local_check);
+                }
+                insertions.push(insertion);
             }
         } else {
             // The site code becomes decrements of the local countdown (of
@@ -977,23 +1117,26 @@ impl Renderer<'_> {
                     let label = looping.map(|(_, label)| label).unwrap_or_default();
                     insertions.push(replacement(node.start, node.end, format!("goto {label}")));
                 }
-                NodeKind::Jump(jump) if copy == Version::Fast => {
+                NodeKind::Jump(jump) => {
                     let leaves = match jump {
                         Jump::Break => self
                             .jump_target(id, true)
                             .is_none_or(|t| !inside(t) || looping.is_some_and(|(l, _)| l == t)),
                         Jump::Continue => self.continue_target(id).is_none_or(|t| !inside(t)),
                         Jump::Goto(name) => match self.label(name) {
+                            // Inside: the fast copy jumps to its own label.
                             Some(label) if inside(label) => {
-                                let spelled = &text[node.start..node.end];
-                                if !spelled.ends_with(name.as_bytes()) {
-                                    return Err("goto spelling");
+                                if copy == Version::Fast {
+                                    let spelled = &text[node.start..node.end];
+                                    if !spelled.ends_with(name.as_bytes()) {
+                                        return Err("goto spelling");
+                                    }
+                                    insertions.push(replacement(
+                                        node.end - name.len(),
+                                        node.end,
+                                        format!("__cbi_fast_{name}"),
+                                    ));
                                 }
-                                insertions.push(replacement(
-                                    node.end - name.len(),
-                                    node.end,
-                                    format!("__cbi_fast_{name}"),
-                                ));
                                 false
                             }
                             _ => true,
@@ -1012,7 +1155,7 @@ impl Renderer<'_> {
                         ));
                     }
                 }
-                NodeKind::Return if copy == Version::Fast => {
+                NodeKind::Return => {
                     let stop =
                         statement_end(function, text, id).ok_or("statement end not found")?;
                     insertions.push(Insertion::wrap(
@@ -1036,6 +1179,20 @@ impl Renderer<'_> {
                 _ => {}
             }
         }
+        self.emit(out, start, end, system, insertions)
+    }
+
+    /// `text[start..end]` with `insertions`, after a line marker that puts
+    /// it at its own line and column.
+    fn emit(
+        &self,
+        out: &mut String,
+        start: usize,
+        end: usize,
+        system: bool,
+        insertions: Vec<Insertion>,
+    ) -> Result<(), &'static str> {
+        let text = self.text;
         out.push('\n');
         let presumed = self.map.marker_for(start, system).ok_or("no line marker")?;
         out.push_str(&presumed);
