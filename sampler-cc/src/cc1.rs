@@ -168,8 +168,8 @@ fn instrument_file(
             .collect();
         eprintln!(
             "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs, {} loops, \
-             {} expressions, {} sites), {fell_back} fell back{}; front end {:.3} s, \
-             instrumentation {:.3} s",
+             {} expressions, {} sites), {} declaration runs, {fell_back} fell back{}; \
+             front end {:.3} s, instrumentation {:.3} s",
             main_file(&text).unwrap_or_else(|| input.display().to_string()),
             unit.functions.len(),
             counts.join(", "),
@@ -178,6 +178,7 @@ fn instrument_file(
             regions.loops,
             regions.expressions,
             regions.cloned_sites,
+            regions.declarations,
             if reasons.is_empty() {
                 String::new()
             } else {

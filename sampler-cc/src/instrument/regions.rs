@@ -72,6 +72,9 @@ pub struct RegionStats {
     /// Conditions and `for` steps of loops with loops inside, and
     /// conditions of `if`s whose branches are not regions.
     pub expressions: usize,
+    /// Runs of declarations whose sites check a local countdown (not
+    /// cloned, not counted in `cloned_sites`).
+    pub declarations: usize,
     /// Sites inside cloned regions.
     pub cloned_sites: usize,
     /// Candidate regions left with per-site checks, by reason.
@@ -83,6 +86,7 @@ impl RegionStats {
         self.runs += other.runs;
         self.loops += other.loops;
         self.expressions += other.expressions;
+        self.declarations += other.declarations;
         self.cloned_sites += other.cloned_sites;
         for (reason, n) in &other.fell_back {
             *self.fell_back.entry(reason).or_default() += n;
@@ -106,6 +110,8 @@ enum Shape {
     Expression {
         use_: Expression,
     },
+    /// Declarations whose sites check a local countdown, not cloned.
+    Declarations,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,8 +190,11 @@ pub(super) fn clone_regions(
                     Shape::Run => stats.runs += 1,
                     Shape::Loop { .. } => stats.loops += 1,
                     Shape::Expression { .. } => stats.expressions += 1,
+                    Shape::Declarations => stats.declarations += 1,
                 }
-                stats.cloned_sites += region.sites as usize;
+                if !matches!(region.shape, Shape::Declarations) {
+                    stats.cloned_sites += region.sites as usize;
+                }
                 outside.push(Insertion {
                     start: region.start,
                     end: region.end,
@@ -527,14 +536,17 @@ impl<'a> Planner<'a> {
             segments.push((run_start, items));
         } else {
             let mut current: Vec<NodeId> = Vec::new();
+            let mut declarations: Vec<NodeId> = Vec::new();
             let mut start = run_start;
             for (index, item) in items.into_iter().enumerate() {
                 if is_declaration(function, item) {
                     if !current.is_empty() {
                         segments.push((start, std::mem::take(&mut current)));
                     }
+                    declarations.push(item);
                     continue;
                 }
+                self.plan_declarations(&mut declarations);
                 if current.is_empty() {
                     start = if index == 0 {
                         run_start
@@ -544,6 +556,7 @@ impl<'a> Planner<'a> {
                 }
                 current.push(item);
             }
+            self.plan_declarations(&mut declarations);
             if !current.is_empty() {
                 segments.push((start, current));
             }
@@ -580,6 +593,45 @@ impl<'a> Planner<'a> {
                 sites,
             });
         }
+    }
+
+    /// Consecutive declarations that a region cannot hold (their scope
+    /// goes on after it): their sites check a local countdown, loaded
+    /// before the first and stored after the last, instead of the global
+    /// one. No copy is made.
+    fn plan_declarations(&mut self, declarations: &mut Vec<NodeId>) {
+        let items = std::mem::take(declarations);
+        let function = self.function;
+        let (Some(&first), Some(&last)) = (items.first(), items.last()) else {
+            return;
+        };
+        let sites: u32 = items.iter().map(|&i| self.sum[i]).sum();
+        if sites < 2 {
+            return;
+        }
+        let start = function.node(first).start;
+        let Some(end) = statement_end(function, self.text, last) else {
+            self.stats.fall_back("statement end not found");
+            return;
+        };
+        if items.iter().any(|&item| {
+            subtree(function, item).any(|n| {
+                matches!(
+                    function.node(n).kind,
+                    NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(_)
+                )
+            })
+        }) {
+            self.stats.fall_back("jump in a declaration");
+            return;
+        }
+        self.regions.push(Region {
+            shape: Shape::Declarations,
+            start,
+            end,
+            weight: sites,
+            sites,
+        });
     }
 
     /// One iteration of loop `id` as a region, if it can be one.
@@ -850,6 +902,60 @@ impl Renderer<'_> {
             Shape::Loop { node } => {
                 self.render_loop(&mut out, region, *node, number, &local, &check, own)?;
             }
+            Shape::Declarations => {
+                // Declarations, so that no statement comes between the
+                // user's declarations (-Wdeclaration-after-statement). Each
+                // scalar initialiser is cloned on its own, all chosen by
+                // one check.
+                let flag = format!("__cbi_F{number}");
+                let _ = write!(
+                    out,
+                    "__extension__ int {local} = cbi_countdown; __extension__ int {flag} = \
+                     {local} > {};",
+                    region.weight
+                );
+                let initialisers = self.scalar_initialisers(region);
+                let mut insertions: Vec<Insertion> = own
+                    .iter()
+                    .filter(|i| {
+                        !initialisers
+                            .iter()
+                            .any(|(s, e, _)| i.start >= *s && i.end <= *e)
+                    })
+                    .cloned()
+                    .collect();
+                for (s, e, name) in initialisers {
+                    // Each copy assigned to a variable of the declared type:
+                    // SLOW's conversion is the user's, FAST's is system text
+                    // (-Wconversion sees no new conversion).
+                    let mut copies = format!(
+                        "__extension__ ({{ __typeof__({name}) __cbi_I; \
+                         if (__builtin_expect({flag}, 1)) __cbi_I = ("
+                    );
+                    self.piece(&mut copies, region, &local, None, s, e, Version::Fast, own)?;
+                    copies.push_str("); else __cbi_I = (");
+                    self.piece(&mut copies, region, &local, None, s, e, Version::Slow, own)?;
+                    copies.push_str("); __cbi_I; })");
+                    insertions.push(replacement(s, e, copies));
+                }
+                let (start, end) = (region.start, region.end);
+                let slow = Version::Slow;
+                self.piece(
+                    &mut out,
+                    region,
+                    &local,
+                    None,
+                    start,
+                    end,
+                    slow,
+                    &insertions,
+                )?;
+                let _ = write!(
+                    out,
+                    " __extension__ __attribute__((__unused__)) int __cbi_W{number} = \
+                     (cbi_countdown = {local}, 0);"
+                );
+            }
             Shape::Expression { use_ } => {
                 // A statement expression: the region stays an expression.
                 let (start, end) = (region.start, region.end);
@@ -989,6 +1095,61 @@ impl Renderer<'_> {
         );
         out.push_str(&self.padding(region.end));
         Ok(())
+    }
+
+    /// The extents of the initialisers of scalar variables declared in
+    /// `region` that hold sites, with the variables' names: expressions
+    /// that can be cloned into `(flag ? (FAST) : (SLOW))`.
+    fn scalar_initialisers(&self, region: &Region) -> Vec<(usize, usize, String)> {
+        let function = self.function;
+        let mut found: Vec<(usize, usize, String)> = Vec::new();
+        for node in &function.nodes {
+            let NodeKind::Decl {
+                initialised: true,
+                key,
+            } = node.kind
+            else {
+                continue;
+            };
+            // The copies are assigned to a variable of the declared type,
+            // which must not be `const`.
+            let Some(variable) = function
+                .locals
+                .iter()
+                .find(|v| v.key == key && !v.ty.is_const && !v.ty.is_volatile)
+            else {
+                continue;
+            };
+            if node.start < region.start
+                || node.end > region.end
+                || node
+                    .ty
+                    .as_ref()
+                    .is_none_or(|ty| ty.class == crate::frontend::TypeClass::Other)
+            {
+                continue;
+            }
+            let Some(init) = node
+                .children
+                .iter()
+                .map(|&c| function.node(c))
+                .rfind(|c| c.evaluated)
+            else {
+                continue;
+            };
+            let braced = self.text.get(init.start) == Some(&b'{');
+            let marked = self.marks.iter().any(|m| {
+                let n = function.node(m.node);
+                n.start >= init.start && n.end <= init.end
+            });
+            // Pre-order: an initialiser inside another one (in a statement
+            // expression) is cloned with it.
+            let nested = found.last().is_some_and(|(_, end, _)| init.start < *end);
+            if marked && !braced && !nested {
+                found.push((init.start, init.end, variable.name.clone()));
+            }
+        }
+        found
     }
 
     /// The loop (or switch) a `break` or `continue` at `id` leaves.
