@@ -168,7 +168,8 @@ fn instrument_file(
             .collect();
         eprintln!(
             "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs, {} loops, \
-             {} expressions, {} sites), {} declaration runs, {fell_back} fell back{}; \
+             {} expressions, {} sites), {} declaration runs, {} leaf functions, \
+             {fell_back} fell back{}; \
              front end {:.3} s, instrumentation {:.3} s",
             main_file(&text).unwrap_or_else(|| input.display().to_string()),
             unit.functions.len(),
@@ -179,6 +180,7 @@ fn instrument_file(
             regions.expressions,
             regions.cloned_sites,
             regions.declarations,
+            regions.leaf_functions,
             if reasons.is_empty() {
                 String::new()
             } else {

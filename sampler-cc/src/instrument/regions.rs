@@ -75,6 +75,9 @@ pub struct RegionStats {
     /// Runs of declarations whose sites check a local countdown (not
     /// cloned, not counted in `cloned_sites`).
     pub declarations: usize,
+    /// Functions without weighty calls, whose sites all check one local
+    /// countdown.
+    pub leaf_functions: usize,
     /// Sites inside cloned regions.
     pub cloned_sites: usize,
     /// Candidate regions left with per-site checks, by reason.
@@ -87,6 +90,7 @@ impl RegionStats {
         self.loops += other.loops;
         self.expressions += other.expressions;
         self.declarations += other.declarations;
+        self.leaf_functions += other.leaf_functions;
         self.cloned_sites += other.cloned_sites;
         for (reason, n) in &other.fell_back {
             *self.fell_back.entry(reason).or_default() += n;
@@ -154,7 +158,14 @@ pub(super) fn clone_regions(
     let mut planner = Planner::new(function, text, marks, is_weighty);
     planner.plan_statement(function.body);
     stats.add(&planner.stats);
-    if planner.regions.is_empty() {
+    // A leaf function keeps the countdown in one local from its entry to
+    // its returns: no call in it can use the global one.
+    let leaf = !planner.weighty[function.body] && planner.sum[function.body] >= 2;
+    let shared = leaf.then(|| {
+        *next_region += 1;
+        format!("__cbi_L{}", *next_region - 1)
+    });
+    if planner.regions.is_empty() && shared.is_none() {
         return;
     }
     // Hand each insertion to the region holding it.
@@ -180,6 +191,7 @@ pub(super) fn clone_regions(
         text,
         map,
         marks,
+        shared: shared.clone(),
     };
     for (region, own) in regions.iter().zip(inside) {
         let number = *next_region;
@@ -211,7 +223,98 @@ pub(super) fn clone_regions(
             }
         }
     }
+    if let Some(local) = shared {
+        use_function_local(function, text, &local, &mut outside);
+        stats.leaf_functions += 1;
+    }
     *insertions = outside;
+}
+
+/// Makes the sites outside regions of a leaf function check its local
+/// countdown, loaded after the entry's sites and stored at each `return`
+/// and at the end of the body.
+fn use_function_local(
+    function: &Function,
+    text: &[u8],
+    local: &str,
+    insertions: &mut Vec<Insertion>,
+) {
+    let returns: Vec<(NodeId, usize, usize)> = function
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| matches!(n.kind, NodeKind::Return))
+        .map(|(id, n)| (id, n.start, n.end))
+        .collect();
+    // Regions were replaced whole: what they hold is already done.
+    let replaced: Vec<(usize, usize)> = insertions
+        .iter()
+        .filter(|i| i.replace && i.open.contains(local))
+        .map(|i| (i.start, i.end))
+        .collect();
+    let in_region =
+        |start: usize, end: usize| replaced.iter().any(|&(s, e)| start >= s && end <= e);
+    let local_check = local_check(local);
+    for insertion in insertions.iter_mut() {
+        if insertion.prologue || in_region(insertion.start, insertion.end) {
+            continue;
+        }
+        // Inside a `return`, which stores the local first, sites keep the
+        // global countdown.
+        if returns
+            .iter()
+            .any(|&(_, s, e)| insertion.start >= s && insertion.end <= e)
+        {
+            continue;
+        }
+        insertion.open = insertion.open.replace(SAMPLED_CHECK, &local_check);
+        insertion.close = insertion.close.replace(SAMPLED_CHECK, &local_check);
+    }
+    for &(id, start, end) in &returns {
+        if in_region(start, end) {
+            continue;
+        }
+        if let Some(stop) = statement_end(function, text, id) {
+            insertions.push(Insertion::wrap(
+                start,
+                stop,
+                0,
+                format!("{{ cbi_countdown = {local}; "),
+                " }".to_owned(),
+            ));
+        }
+    }
+    let body = function.node(function.body);
+    // After the entry's sites (which use the global countdown) and before
+    // anything else at the same offset, such as a region starting there:
+    // insertions at one offset keep their order.
+    let after_entry = insertions
+        .iter()
+        .rposition(|i| i.prologue)
+        .map_or(0, |last| last + 1);
+    insertions.insert(
+        after_entry,
+        Insertion {
+            prologue: true,
+            ..Insertion::point(
+                body.start + 1,
+                format!("__extension__ int {local} = cbi_countdown;"),
+            )
+        },
+    );
+    insertions.push(Insertion::point(
+        body.end - 1,
+        format!(" cbi_countdown = {local}; "),
+    ));
+}
+
+/// The per-site check on a local countdown `local`: the global one is
+/// only touched to draw a sample.
+fn local_check(local: &str) -> String {
+    format!(
+        "(__builtin_expect(--{local} <= 0, 0) && (cbi_countdown = {local}, cbi_sample() \
+         ? ({local} = cbi_countdown, 1) : ({local} = cbi_countdown, 0)) ? "
+    )
 }
 
 /// Why no region of `function` may be cloned, if none may.
@@ -844,6 +947,10 @@ struct Renderer<'a> {
     text: &'a [u8],
     map: &'a LineMap,
     marks: &'a [Mark],
+    /// In a leaf function (no weighty call), the function's own local
+    /// countdown, loaded at its entry and stored at its `return`s: regions
+    /// then neither load nor store the global one.
+    shared: Option<String>,
 }
 
 /// Which copy a piece of text goes to.
@@ -857,25 +964,47 @@ enum Version {
 }
 
 impl Renderer<'_> {
+    /// The countdown's local for region `number`: the function's own in a
+    /// leaf function, else the region's.
+    fn local(&self, number: usize) -> String {
+        match &self.shared {
+            Some(local) => local.clone(),
+            None => format!("__cbi_L{number}"),
+        }
+    }
+
+    /// What a region writes back before it is left (nothing with the
+    /// function's local, which `return`s write back).
+    fn write_back(&self, local: &str) -> String {
+        if self.shared.is_some() {
+            String::new()
+        } else {
+            format!("cbi_countdown = {local}; ")
+        }
+    }
+
     fn render(
         &self,
         region: &Region,
         number: usize,
         own: &[Insertion],
     ) -> Result<String, &'static str> {
-        let local = format!("__cbi_L{number}");
+        let local = self.local(number);
+        let weight = region.weight;
         // Declared, then assigned: a jump from outside into the slow copy
         // skips no initialisation (-Wjump-misses-init).
-        let check = format!(
-            "int {local}; {local} = cbi_countdown; \
-             if (__builtin_expect({local} > {}, 1)) {{",
-            region.weight
-        );
+        let load = if self.shared.is_some() {
+            String::new()
+        } else {
+            format!("int {local}; {local} = cbi_countdown; ")
+        };
+        let test = format!("if (__builtin_expect({local} > {weight}, 1)) {{");
+        let store = self.write_back(&local);
+        let (start, end) = (region.start, region.end);
         let mut out = String::new();
         match &region.shape {
             Shape::Run => {
-                let _ = write!(out, "{{ {check}");
-                let (start, end) = (region.start, region.end);
+                let _ = write!(out, "{{ {load}{test}");
                 self.piece(
                     &mut out,
                     region,
@@ -897,10 +1026,10 @@ impl Renderer<'_> {
                     Version::Slow,
                     own,
                 )?;
-                let _ = write!(out, " }} cbi_countdown = {local}; }}");
+                let _ = write!(out, " }} {store}}}");
             }
             Shape::Loop { node } => {
-                self.render_loop(&mut out, region, *node, number, &local, &check, own)?;
+                self.render_loop(&mut out, region, *node, number, &local, (&load, &test), own)?;
             }
             Shape::Declarations => {
                 // Declarations, so that no statement comes between the
@@ -908,12 +1037,10 @@ impl Renderer<'_> {
                 // scalar initialiser is cloned on its own, all chosen by
                 // one check.
                 let flag = format!("__cbi_F{number}");
-                let _ = write!(
-                    out,
-                    "__extension__ int {local} = cbi_countdown; __extension__ int {flag} = \
-                     {local} > {};",
-                    region.weight
-                );
+                if self.shared.is_none() {
+                    let _ = write!(out, "__extension__ int {local} = cbi_countdown; ");
+                }
+                let _ = write!(out, "__extension__ int {flag} = {local} > {weight};");
                 let initialisers = self.scalar_initialisers(region);
                 let mut insertions: Vec<Insertion> = own
                     .iter()
@@ -938,7 +1065,6 @@ impl Renderer<'_> {
                     copies.push_str("); __cbi_I; })");
                     insertions.push(replacement(s, e, copies));
                 }
-                let (start, end) = (region.start, region.end);
                 let slow = Version::Slow;
                 self.piece(
                     &mut out,
@@ -950,36 +1076,36 @@ impl Renderer<'_> {
                     slow,
                     &insertions,
                 )?;
-                let _ = write!(
-                    out,
-                    " __extension__ __attribute__((__unused__)) int __cbi_W{number} = \
-                     (cbi_countdown = {local}, 0);"
-                );
+                if self.shared.is_none() {
+                    let _ = write!(
+                        out,
+                        " __extension__ __attribute__((__unused__)) int __cbi_W{number} = \
+                         (cbi_countdown = {local}, 0);"
+                    );
+                }
             }
             Shape::Expression { use_ } => {
                 // A statement expression: the region stays an expression.
-                let (start, end) = (region.start, region.end);
-                let weight = region.weight;
                 let result = format!("__cbi_R{number}");
-                let (declare, fast, slow, value) = match use_ {
+                let declare = if self.shared.is_some() {
+                    String::new()
+                } else {
+                    format!("int {local}; ")
+                };
+                let (declare, assign, value) = match use_ {
                     Expression::Condition => (
-                        format!("int {local}, {result};"),
-                        format!("{result} = !!("),
+                        format!("{declare}int {result}; "),
                         format!("{result} = !!("),
                         format!(" {result};"),
                     ),
-                    Expression::Discarded => (
-                        format!("int {local};"),
-                        "(void)(".to_owned(),
-                        "(void)(".to_owned(),
-                        String::new(),
-                    ),
+                    Expression::Discarded => (declare, "(void)(".to_owned(), String::new()),
                 };
-                let _ = write!(
-                    out,
-                    "__extension__ ({{ {declare} {local} = cbi_countdown; \
-                     if (__builtin_expect({local} > {weight}, 1)) {{ {fast}"
-                );
+                let load = if self.shared.is_some() {
+                    String::new()
+                } else {
+                    format!("{local} = cbi_countdown; ")
+                };
+                let _ = write!(out, "__extension__ ({{ {declare}{load}{test} {assign}");
                 self.piece(
                     &mut out,
                     region,
@@ -990,7 +1116,7 @@ impl Renderer<'_> {
                     Version::Fast,
                     own,
                 )?;
-                let _ = write!(out, "); }} else {{ {slow}");
+                let _ = write!(out, "); }} else {{ {assign}");
                 self.piece(
                     &mut out,
                     region,
@@ -1001,7 +1127,7 @@ impl Renderer<'_> {
                     Version::Slow,
                     own,
                 )?;
-                let _ = write!(out, "); }} cbi_countdown = {local};{value} }})");
+                let _ = write!(out, "); }} {store}{value} }})");
             }
         }
         Ok(out)
@@ -1015,7 +1141,7 @@ impl Renderer<'_> {
         id: NodeId,
         number: usize,
         local: &str,
-        check: &str,
+        (load, test): (&str, &str),
         own: &[Insertion],
     ) -> Result<(), &'static str> {
         let function = self.function;
@@ -1023,8 +1149,9 @@ impl Renderer<'_> {
         let parts = loop_parts(function, id);
         let body = parts.body.ok_or("loop without a body")?;
         let body_end = statement_end(function, self.text, body).ok_or("statement end not found")?;
-        // `for`'s initialisation runs once, before the local is loaded;
-        // its sites keep their checks.
+        // `for`'s initialisation runs once, before a region's local is
+        // loaded: its sites keep their checks on the global countdown (on
+        // the function's local, which is live).
         out.push('{');
         if let Some(init) = parts.init {
             let NodeKind::For { first_semicolon } = node.kind else {
@@ -1034,24 +1161,27 @@ impl Renderer<'_> {
                 function.node(init).start,
                 function.node(init).end.min(first_semicolon),
             );
-            self.piece(out, region, local, None, start, end, Version::Before, own)?;
+            let version = if self.shared.is_some() {
+                Version::Slow
+            } else {
+                Version::Before
+            };
+            self.piece(out, region, local, None, start, end, version, own)?;
             out.push(';');
         }
-        // `check` declares the local outside the loop, then tests it
-        // inside.
-        let (declare, test) = check.split_at(check.find("if (").ok_or("check")?);
-        let _ = write!(out, " {{ {declare}for (;;) {{ {test}");
+        // The local is loaded outside the loop and tested inside.
+        let _ = write!(out, " {{ {load}for (;;) {{ {test}");
         let continued = subtree(function, body).any(|n| {
             matches!(function.node(n).kind, NodeKind::Jump(Jump::Continue))
                 && self.continue_target(n) == Some(id)
         });
         let is_do = matches!(node.kind, NodeKind::Do);
+        let exit = self.write_back(local);
         for copy in [Version::Fast, Version::Slow] {
             let label = format!(
                 "__cbi_c{}{number}",
                 if copy == Version::Fast { 'f' } else { 's' }
             );
-            let exit = format!("cbi_countdown = {local}; ");
             let condition = |out: &mut String| -> Result<(), &'static str> {
                 if let Some(condition) = parts.condition {
                     let c = function.node(condition);
@@ -1202,10 +1332,7 @@ impl Renderer<'_> {
             // The per-site checks use the local countdown, and the global
             // one only to draw a sample; inside a `return`, which writes
             // back first, they keep the global one.
-            let local_check = format!(
-                "(__builtin_expect(--{local} <= 0, 0) && (cbi_countdown = {local}, cbi_sample() \
-                 ? ({local} = cbi_countdown, 1) : ({local} = cbi_countdown, 0)) ? "
-            );
+            let local_check = local_check(local);
             let returns: Vec<(usize, usize)> = function
                 .nodes
                 .iter()
@@ -1271,6 +1398,8 @@ impl Renderer<'_> {
                 n.start >= region.start && n.end <= region.end
             };
             let write_back = format!("cbi_countdown = {local}; ");
+            // With the function's local, only `return` leaves its scope.
+            let shared = self.shared.is_some();
             match &node.kind {
                 NodeKind::Jump(Jump::Continue)
                     if looping.is_some_and(|(l, _)| self.continue_target(id) == Some(l)) =>
@@ -1304,7 +1433,7 @@ impl Renderer<'_> {
                         },
                         Jump::Computed => return Err("computed goto"),
                     };
-                    if leaves {
+                    if leaves && !shared {
                         let stop =
                             statement_end(function, text, id).ok_or("statement end not found")?;
                         insertions.push(Insertion::wrap(

@@ -296,7 +296,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     assert_eq!(
         stats.as_deref(),
         Some(
-            "23 cloned (12 runs, 9 loops, 2 expressions, 202 sites), 8 declaration runs, 5 fell back (1 backward goto, \
+            "23 cloned (12 runs, 9 loops, 2 expressions, 202 sites), 8 declaration runs, 8 leaf functions, 5 fell back (1 backward goto, \
              1 case label of an outer switch, 1 computed goto, 1 setjmp, 1 static local)"
         ),
         "{stderr}"
