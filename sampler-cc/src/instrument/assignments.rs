@@ -630,10 +630,12 @@ fn rewrite(
                 ),
             ]
         }
+        // Inside the wrap of an assignment whose value it is (`x = y++`),
+        // which has the same extent: a higher rank goes inside.
         Form::Step { op } => vec![Insertion::wrap(
             node.start,
             node.end,
-            1,
+            2,
             format!("(__extension__ ({{ {ty} {value} = {lvalue}; {op}{value}; {observe}}}), "),
             ")".to_owned(),
         )],

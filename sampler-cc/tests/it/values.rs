@@ -554,3 +554,50 @@ int main(int argc, char **argv)
     assert_eq!(resolved[0], resolved[1]);
     assert_eq!(resolved[0].lines().count(), 62, "{}", resolved[0]);
 }
+
+/// An increment whose value is assigned (`r = n++`) is two sites of one
+/// extent: both counted, the assignment's around the increment's.
+#[test]
+fn scalar_pairs_of_increments_used_as_values() {
+    let source = "#include <stdio.h>
+int g;
+int f(int n, int y) { int r = n++; int x; x = y++; g = x--; if (r++ > 2) r += y--; return r + x + n + y; }
+int main(void) { printf(\"%d %d\\n\", f(3, 4), g); return 0; }
+";
+    let lab = Lab::new();
+    lab.write("inc.c", source);
+    let mut resolved = Vec::new();
+    for sampling in ["-fno-sample", "-fsample"] {
+        lab.cc(&[
+            "-fsampler-strict",
+            "-fsampler-scheme=scalar-pairs",
+            "-fsampler-scheme=branches",
+            sampling,
+            "-O2",
+            "-Wall",
+            "inc.c",
+            "-o",
+            "inc",
+        ]);
+        let output = lab.run("inc", &[], "report", &[("SAMPLER_SPARSITY", "1")]);
+        assert_eq!(output, "20 0\n");
+        resolved.push(lab.resolve("report", &["inc"]));
+    }
+    assert_eq!(resolved[0], resolved[1]);
+    let lines: Vec<&str> = resolved[0].lines().collect();
+    assert_eq!(lines.len(), 49, "{}", resolved[0]);
+    let site = |line: &str| line.split('\t').skip(2).collect::<Vec<_>>().join("\t");
+    assert_eq!(
+        lines[..8].iter().map(|l| site(l)).collect::<Vec<_>>(),
+        [
+            "scalar-pairs\tLAB/inc.c\t3\tf\t1\tr\tlocal\tdirect\tg\tglobal\t0\t0\t1",
+            "scalar-pairs\tLAB/inc.c\t3\tf\t1\tr\tlocal\tdirect\tn\tlocal-init\t1\t0\t0",
+            "scalar-pairs\tLAB/inc.c\t3\tf\t1\tr\tlocal\tdirect\ty\tlocal-init\t1\t0\t0",
+            "scalar-pairs\tLAB/inc.c\t3\tf\t1\tr\tlocal\tdirect\t0LL\tconst\t0\t0\t1",
+            "scalar-pairs\tLAB/inc.c\t3\tf\t1\tn\tlocal\tdirect\tg\tglobal\t0\t0\t1",
+            "scalar-pairs\tLAB/inc.c\t3\tf\t1\tn\tlocal\tdirect\tn\tlocal-init\t0\t0\t1",
+            "scalar-pairs\tLAB/inc.c\t3\tf\t1\tn\tlocal\tdirect\ty\tlocal-init\t0\t1\t0",
+            "scalar-pairs\tLAB/inc.c\t3\tf\t1\tn\tlocal\tdirect\t0LL\tconst\t0\t0\t1",
+        ]
+    );
+}
