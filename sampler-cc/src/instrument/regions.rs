@@ -478,6 +478,12 @@ impl<'a> Planner<'a> {
             if inner != item {
                 self.flush(&mut run, run_start, false);
             }
+            // `__attribute__((fallthrough));` must stay just before the
+            // next label.
+            if self.is_fallthrough(inner) {
+                self.flush(&mut run, run_start, false);
+                continue;
+            }
             if let Some(reason) = self.boundary(inner) {
                 self.flush(&mut run, run_start, false);
                 if let Some(reason) = reason
@@ -494,6 +500,15 @@ impl<'a> Planner<'a> {
             run.push(item);
         }
         self.flush(&mut run, run_start, true);
+    }
+
+    /// Whether statement `id` is a fallthrough attribute (on an empty
+    /// statement).
+    fn is_fallthrough(&self, id: NodeId) -> bool {
+        let node = self.function.node(id);
+        let end = statement_end(self.function, self.text, id).unwrap_or(node.end);
+        let spelled = &self.text[node.start..end.max(node.start)];
+        spelled.starts_with(b"__attribute__") && spelled.windows(11).any(|w| w == b"fallthrough")
     }
 
     /// The statement under `id`'s labels.

@@ -179,6 +179,20 @@ int use(struct s *p, int c, int unused)
     while (1) { if (r > 3) break; r++; }
     return r;
 }
+int options(int c, int level)
+{
+    level = use(0, c, 0);
+    switch (c) {
+    case 'a' + 100:
+        c -= 100;
+        level += c;
+        __attribute__((__fallthrough__));
+    case 'a':
+        level = c - 'a';
+        break;
+    }
+    return level;
+}
 "#,
     );
     for flags in [
