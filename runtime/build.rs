@@ -1,5 +1,7 @@
 //! Compiles the one C file of the runtime: the exported thread-local
-//! countdown, which stable Rust cannot define.
+//! countdown, which stable Rust cannot define, and the common case of
+//! `cbi_sample` beside it (its thread-locals are initial-exec through
+//! attributes in the source, see `tls.c`).
 
 fn main() {
     println!("cargo:rerun-if-changed=src/tls.c");

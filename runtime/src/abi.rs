@@ -10,8 +10,9 @@ use std::ffi::{c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::countdown::{self, Expiry};
 use crate::registry::{self, CbiUnit};
-use crate::{atoms, countdown, gobject, report, runtime};
+use crate::{atoms, gobject, report, runtime};
 
 /// Set when a panic was caught: everything is off from then on.
 static BROKEN: AtomicBool = AtomicBool::new(false);
@@ -31,33 +32,56 @@ fn guarded<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     }
 }
 
-/// The Rust side of `cbi_sample` (defined in `tls.c`, which passes the
-/// calling thread's `cbi_countdown`).
+/// The Rust side of `cbi_sample` (defined in `tls.c`), when the calling
+/// thread has no gap drawn in advance left: stores the countdown of the
+/// events that follow in `*countdown`, fills `gaps[..*left]` (`*left` at
+/// most `capacity`) with the next gaps, the next one to use last, and
+/// returns 1 when the current event is sampled.
 ///
 /// # Safety
-/// `countdown` points to the calling thread's `cbi_countdown`.
+/// `countdown` points to the calling thread's `cbi_countdown`, `gaps` to
+/// `capacity` ints and `left` to an unsigned int, and nothing else reads
+/// or writes `gaps` and `left` during the call (`tls.c` keeps signal
+/// handlers out).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cbi__sample_slow(countdown: *mut i32) -> i32 {
-    if countdown.is_null() {
+pub unsafe extern "C" fn cbi__sample_slow(
+    countdown: *mut i32,
+    gaps: *mut i32,
+    capacity: u32,
+    left: *mut u32,
+) -> i32 {
+    if countdown.is_null() || gaps.is_null() || left.is_null() {
         return 0;
     }
-    // SAFETY: per the contract, a valid thread-local int of this thread.
-    let countdown = unsafe { &mut *countdown };
-    let sampled = guarded(None, || {
+    // SAFETY: per the contract, `capacity` ints that only we use now.
+    let gaps = unsafe { std::slice::from_raw_parts_mut(gaps, capacity as usize) };
+    let expiry = guarded(Expiry::OFF, || {
         let runtime = runtime();
-        Some(countdown::expire(
-            countdown,
-            &runtime.generator,
-            runtime.seed,
-        ))
+        countdown::expire(gaps, &runtime.generator, runtime.seed)
     });
-    match sampled {
-        Some(sampled) => i32::from(sampled),
-        None => {
-            *countdown = i32::MAX;
-            0
-        }
+    // SAFETY: per the contract, valid for writes. `countdown` is written,
+    // never referenced: instrumented code in a signal handler may
+    // decrement it at any time.
+    unsafe {
+        countdown.write(expiry.countdown);
+        left.write(expiry.n_gaps as u32);
     }
+    i32::from(expiry.sampled)
+}
+
+unsafe extern "C" {
+    /// `tls.c`: empties the calling thread's batch of gaps drawn in
+    /// advance and returns how many it held. Takes no pointer and
+    /// touches only the calling thread's own thread-locals.
+    #[link_name = "cbi__forget_gaps"]
+    safe fn forget_gaps_c() -> u32;
+}
+
+/// Empties the calling thread's batch of gaps drawn in advance (a forked
+/// child's, see `countdown::after_fork_in_child`); returns how many it
+/// held.
+pub(crate) fn forget_gaps() -> usize {
+    forget_gaps_c() as usize
 }
 
 /// `cbi_registerUnit`.

@@ -51,11 +51,6 @@ static FORK_GENERATION: AtomicU32 = AtomicU32::new(0);
 /// Numbers threads in the order they start, for reproducible seeds.
 static THREAD_SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
-/// Called in the child after `fork`: only atomics, async-signal-safe.
-pub(crate) extern "C" fn after_fork_in_child() {
-    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
-}
-
 /// One thread's stream.
 #[derive(Debug)]
 pub(crate) struct ThreadStream {
@@ -92,16 +87,48 @@ impl ThreadStream {
             Generator::Off => i32::MAX,
             // Failures before the first success, plus the success.
             Generator::Always => 1,
-            // `as` saturates: gaps beyond i32::MAX (p below 1e-9) are capped.
-            Generator::Geometric(exponential) => {
-                (exponential.sample(&mut self.rng).floor() as i32).saturating_add(1)
-            }
+            Generator::Geometric(exponential) => geometric(exponential, &mut self.rng),
             Generator::Fixed(period) => *period as i32,
             Generator::Bank(bank) => {
                 let countdown = bank[self.bank_slot];
                 self.bank_slot = (self.bank_slot + 1) % bank.len();
                 countdown
             }
+        }
+    }
+
+    /// Fills `gaps` with the next draws, the first at the end (the end of
+    /// the batch is used first, see `tls.c`): the same values in the same
+    /// order as drawing them one at a time.
+    fn fill(&mut self, generator: &Generator, gaps: &mut [i32]) {
+        match generator {
+            // Without a `match` per draw.
+            Generator::Always => gaps.fill(1),
+            Generator::Fixed(period) => gaps.fill(*period as i32),
+            Generator::Geometric(exponential) => {
+                // A local copy of the generator can stay in registers.
+                let mut rng = self.rng.clone();
+                for gap in gaps.iter_mut().rev() {
+                    *gap = geometric(exponential, &mut rng);
+                }
+                self.rng = rng;
+            }
+            _ => {
+                for gap in gaps.iter_mut().rev() {
+                    *gap = self.draw(generator);
+                }
+            }
+        }
+    }
+
+    /// Takes back the last `n` draws, which were never used: a forked
+    /// child forgets the gaps its parent drew in advance. Only a bank has
+    /// a position to go back to; a random stream is reseeded after a fork,
+    /// and a fixed period has none.
+    fn give_back(&mut self, generator: &Generator, n: usize) {
+        if let Generator::Bank(bank) = generator {
+            let len = bank.len();
+            self.bank_slot = (self.bank_slot + len - n % len) % len;
         }
     }
 
@@ -118,6 +145,16 @@ impl ThreadStream {
             _ => self.draw(generator),
         }
     }
+}
+
+/// A geometric gap: ⌊X⌋ + 1 with X ~ Exp(λ). X ≥ 0, so the conversion,
+/// which truncates, is ⌊X⌋ (where `f64::floor` is a call into
+/// compiler-builtins' software floor on baseline x86-64, which has no
+/// `roundsd`). `as` saturates: gaps beyond i32::MAX (p below 1e-9) are
+/// capped.
+#[inline(always)]
+fn geometric(exponential: &Exp<f64>, rng: &mut SmallRng) -> i32 {
+    (exponential.sample(rng) as i32).saturating_add(1)
 }
 
 /// A stream from `SAMPLER_SEED` mixed with the thread's number and the
@@ -149,59 +186,113 @@ thread_local! {
     static STREAM: RefCell<Option<ThreadStream>> = const { RefCell::new(None) };
 }
 
-/// The slow path of a site: `countdown` has run out. Returns whether the
-/// current event is sampled and stores the countdown of the events that
-/// follow.
-pub(crate) fn expire(countdown: &mut i32, generator: &Generator, seed: Option<u64>) -> bool {
+/// What the slow path of a site decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Expiry {
+    /// Whether the current event is sampled.
+    pub(crate) sampled: bool,
+    /// The countdown of the events that follow.
+    pub(crate) countdown: i32,
+    /// How many gaps were drawn in advance: `gaps[..n_gaps]`, the next one
+    /// to use last.
+    pub(crate) n_gaps: usize,
+}
+
+impl Expiry {
+    /// Nothing sampled, nothing drawn, and no need to ask again for
+    /// 2³¹ − 1 events.
+    pub(crate) const OFF: Self = Self {
+        sampled: false,
+        countdown: i32::MAX,
+        n_gaps: 0,
+    };
+}
+
+/// The slow path of a site: the thread's countdown has run out and it has
+/// no gap drawn in advance left. Decides whether the current event is
+/// sampled and which countdown follows, and draws the next `gaps.len()`
+/// gaps in advance, all from the thread's stream in the order of use.
+pub(crate) fn expire(gaps: &mut [i32], generator: &Generator, seed: Option<u64>) -> Expiry {
     if matches!(generator, Generator::Off) {
-        *countdown = i32::MAX;
-        return false;
+        return Expiry::OFF;
     }
-    let sampled = STREAM.try_with(|cell| {
+    let expiry = STREAM.try_with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else {
             // Re-entered (a sampled signal handler interrupting us): skip.
             return None;
         };
-        Some(match slot.as_mut() {
+        let (sampled, countdown, stream) = match slot.as_mut() {
             None => {
                 // The thread's first event: start a sequence here.
                 let stream = slot.insert(ThreadStream::start(seed));
                 crate::crash::prepare_thread();
                 let first = stream.first(generator);
                 if first == 1 {
-                    *countdown = stream.draw(generator);
-                    true
+                    (true, stream.draw(generator), stream)
                 } else {
-                    *countdown = first - 1;
-                    false
+                    (false, first - 1, stream)
                 }
             }
             Some(stream) => {
                 stream.follow_fork(seed);
-                *countdown = stream.draw(generator);
-                true
+                (true, stream.draw(generator), stream)
             }
+        };
+        stream.fill(generator, gaps);
+        Some(Expiry {
+            sampled,
+            countdown,
+            n_gaps: gaps.len(),
         })
     });
-    match sampled {
-        Ok(Some(sampled)) => sampled,
+    match expiry {
+        Ok(Some(expiry)) => expiry,
         // Thread exiting, or re-entered: leave this event out and retry
         // at the next one.
-        _ => {
-            *countdown = 1;
-            false
-        }
+        _ => Expiry {
+            sampled: false,
+            countdown: 1,
+            n_gaps: 0,
+        },
     }
 }
 
-/// The cost of one draw, for the benchmark.
+/// Called in the child after `fork` (by the one thread there is, the one
+/// that forked): bumps the generation, so that each stream reseeds, and
+/// forgets the gaps drawn in advance from the parent's stream. Touches
+/// atomics and thread-locals only: async-signal-safe.
+pub(crate) extern "C" fn after_fork_in_child() {
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+    let forgotten = crate::abi::forget_gaps();
+    if forgotten == 0 {
+        return;
+    }
+    let Some(runtime) = crate::RUNTIME.get() else {
+        return;
+    };
+    let _ = STREAM.try_with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut()
+            && let Some(stream) = slot.as_mut()
+        {
+            stream.give_back(&runtime.generator, forgotten);
+        }
+    });
+}
+
+/// The cost of one draw, for the benchmark: draws made as the runtime
+/// makes them, a batch of 62 at a time (`CBI__BATCH` in `tls.c`).
 #[doc(hidden)]
 pub fn bench_draws(sparsity: f64, n_draws: u64) -> u64 {
     let generator = Generator::new(Sampling::Geometric { sparsity });
     let mut stream = ThreadStream::start(Some(1));
+    let mut gaps = [0i32; 62];
     let mut total = 0u64;
-    for _ in 0..n_draws {
-        total += stream.draw(&generator) as u64;
+    for _ in 0..n_draws / gaps.len() as u64 {
+        stream.fill(&generator, &mut gaps);
+        total += std::hint::black_box(&gaps)
+            .iter()
+            .map(|&gap| gap as u64)
+            .sum::<u64>();
     }
     total
 }
@@ -229,6 +320,78 @@ mod tests {
         stream.bank_slot = 0;
         let draws: Vec<i32> = (0..5).map(|_| stream.draw(&bank)).collect();
         assert_eq!(draws, [3, 1, 4, 3, 1]);
+    }
+
+    /// What `tls.c` does with `expire`: pops the batch, refills it when
+    /// empty. The countdowns a thread uses must be those of one draw at a
+    /// time from the same stream, across refills.
+    fn countdowns_through_the_batch(generator: &Generator, n: usize) -> (Expiry, Vec<i32>, u64) {
+        let mut gaps = [0i32; 5];
+        let first = expire(&mut gaps, generator, Some(99));
+        let mut left = first.n_gaps;
+        let mut countdowns = vec![first.countdown];
+        while countdowns.len() < n {
+            if left == 0 {
+                let expiry = expire(&mut gaps, generator, Some(99));
+                assert!(expiry.sampled);
+                assert_eq!(expiry.n_gaps, gaps.len());
+                countdowns.push(expiry.countdown);
+                left = expiry.n_gaps;
+            } else {
+                left -= 1;
+                countdowns.push(gaps[left]);
+            }
+        }
+        let thread_number = STREAM.with(|cell| cell.borrow().as_ref().unwrap().thread_number);
+        (first, countdowns, thread_number)
+    }
+
+    #[test]
+    fn the_batch_hands_out_the_draws_of_one_at_a_time() {
+        for generator in [
+            Generator::new(Sampling::Geometric { sparsity: 10.0 }),
+            Generator::Fixed(4),
+            Generator::Bank(vec![3, 1, 4, 1, 5, 9, 2].into()),
+        ] {
+            // A new thread: its first event starts its stream.
+            let (first, countdowns, thread_number) = std::thread::scope(|scope| {
+                scope
+                    .spawn(|| countdowns_through_the_batch(&generator, 100))
+                    .join()
+                    .unwrap()
+            });
+            let mut reference = ThreadStream {
+                rng: seeded(Some(99), thread_number, 0),
+                bank_slot: 0,
+                thread_number,
+                fork_generation: 0,
+            };
+            let phase = reference.first(&generator);
+            assert_eq!(first.sampled, phase == 1);
+            let mut expected = vec![if phase == 1 {
+                reference.draw(&generator)
+            } else {
+                phase - 1
+            }];
+            expected.extend((1..100).map(|_| reference.draw(&generator)));
+            assert_eq!(countdowns, expected, "{generator:?}");
+        }
+    }
+
+    #[test]
+    fn a_bank_of_countdowns_takes_back_what_a_fork_forgot() {
+        let bank = Generator::Bank(vec![1, 2, 3].into());
+        let mut stream = ThreadStream::start(Some(7));
+        let mut gaps = [0i32; 5];
+        stream.fill(&bank, &mut gaps);
+        assert_eq!(gaps, [2, 1, 3, 2, 1]);
+        // Two used (1, 2), three forgotten (3, 1, 2): the next is 3.
+        stream.give_back(&bank, 3);
+        assert_eq!(stream.draw(&bank), 3);
+        // A random stream has nothing to take back.
+        let geometric = Generator::new(Sampling::Geometric { sparsity: 10.0 });
+        stream.give_back(&geometric, 2);
+        assert_eq!(stream.draw(&bank), 1);
     }
 
     #[test]

@@ -89,7 +89,8 @@ pub(crate) fn at_exit(handler: extern "C" fn()) {
 
 /// Registers `handler` to run in the child after `fork`.
 pub(crate) fn at_fork_child(handler: unsafe extern "C" fn()) {
-    // SAFETY: as for `at_exit`; the handler only touches atomics.
+    // SAFETY: as for `at_exit`; the handler only touches atomics and the
+    // calling thread's thread-locals.
     unsafe { libc::pthread_atfork(None, None, Some(handler)) };
 }
 

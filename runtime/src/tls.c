@@ -1,15 +1,116 @@
-/* The one thing stable Rust cannot define: a thread-local variable that
- * instrumented C code reads and writes directly (see sampler.h). */
+/* What stable Rust cannot define: the thread-local countdown that
+ * instrumented C code reads and writes directly (see sampler.h), and the
+ * common case of cbi_sample, which must cost a few instructions.
+ *
+ * Each thread keeps a batch of gaps drawn in advance from its own stream
+ * (countdown.rs, `ThreadStream`): cbi_sample pops the next one into
+ * cbi_countdown and returns 1. Only when the batch is empty (the thread's
+ * first event, every CBI__BATCH + 1 samples after that, the first sample
+ * after a fork, and with sampling off once per 2^31 - 1 events) does it
+ * call the Rust side, which decides about the current event (countdown.rs,
+ * `expire`: a thread's first event is not favoured) and refills the batch
+ * with the next gaps of the same stream, in the order they would have
+ * been drawn one at a time. The gaps a thread uses, and so the events it
+ * samples, are exactly those of drawing each gap when it is needed.
+ *
+ * TLS model. These variables are initial-exec: an access is a load at a
+ * constant offset from the thread pointer, where the general-dynamic model
+ * of -fPIC code calls __tls_get_addr for each one (that call was most of
+ * the cost of cbi_sample in the shared runtime). It makes the whole TLS
+ * segment of libsampler_runtime.so static (DF_STATIC_TLS; about 530
+ * bytes, Rust's thread-locals included), which costs nothing for a
+ * library the loader loads at start-up, and the runtime is one:
+ * sampler-cc links it into every instrumented executable (a DT_NEEDED
+ * entry, or the archive linked into the executable itself, where the
+ * linker turns these accesses into constant offsets). Only a runtime first
+ * loaded by dlopen (an instrumented plugin in a host that is not
+ * instrumented) must find room in the static TLS surplus glibc reserves
+ * for such libraries, shared with the others: glibc 2.36 loads it unless
+ * about 1 KB of that surplus is already taken, and
+ * GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096 makes more room. */
 #include "../include/sampler.h"
 
-/* 0 until the thread meets its first site; see cbi_sample. */
-__thread int cbi_countdown;
+#define CBI__TLS __attribute__((tls_model("initial-exec")))
 
-/* The Rust side of cbi_sample; hidden, so it never leaks into the
- * program's namespace from the shared library. */
-int cbi__sample_slow(int *countdown) __attribute__((visibility("hidden")));
+/* 0 until the thread meets its first site; see cbi_sample. */
+CBI__TLS __thread int cbi_countdown;
+
+/* Gaps drawn per call of the Rust side, so that struct cbi__batch
+ * takes 256 bytes. Changing it changes nothing but the cost and the size
+ * of the static TLS: the gaps are used in the order they are drawn. */
+#define CBI__BATCH 62
+
+/* The calling thread's batch: gaps[0..left) are unused, the next one is
+ * gaps[left - 1]. Zero in a new thread (empty, not busy).
+ *
+ * Signal handlers. Instrumented code may run in a signal handler, which
+ * interrupts the thread anywhere, cbi_sample included, and runs to its
+ * end before the thread resumes. `busy` is 1 from before cbi_sample reads
+ * `left` until after it has written everything: a handler that finds it
+ * set touches neither the batch nor the Rust stream and leaves its event
+ * out (countdown 1: the next event asks again), as the Rust side does
+ * when it is re-entered. A handler that does not find it set runs
+ * before cbi_sample has read anything or after it has written everything,
+ * so each gap is used once. The signal fences keep the compiler from
+ * moving the batch's reads and writes out of the busy window. */
+struct cbi__batch {
+    unsigned left;
+    unsigned busy;
+    int gaps[CBI__BATCH];
+};
+CBI__TLS static __thread struct cbi__batch cbi__batch;
+
+/* The Rust side (abi.rs): starts the thread's stream at its first event,
+ * reseeds it after a fork, decides whether the current event is sampled
+ * and stores the countdown that follows, and fills gaps[0..*left) with
+ * the next gaps (at most `capacity`; the first to use last). Hidden, so
+ * that nothing leaks into the program's namespace from the shared
+ * library. */
+int cbi__sample_slow(int *countdown, int *gaps, unsigned capacity, unsigned *left)
+    __attribute__((visibility("hidden")));
+
+/* The slow path of cbi_sample, called with busy set; out of line, so that
+ * the fast path saves no register. */
+__attribute__((noinline, cold)) static int cbi__refill(struct cbi__batch *batch)
+{
+    int sampled = cbi__sample_slow(&cbi_countdown, batch->gaps, CBI__BATCH, &batch->left);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    batch->busy = 0;
+    return sampled;
+}
 
 int cbi_sample(void)
 {
-    return cbi__sample_slow(&cbi_countdown);
+    struct cbi__batch *batch = &cbi__batch;
+    if (__builtin_expect(batch->busy, 0)) {
+        /* A signal handler interrupted cbi_sample: see struct cbi__batch. */
+        cbi_countdown = 1;
+        return 0;
+    }
+    batch->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    unsigned left = batch->left;
+    if (__builtin_expect(left == 0, 0))
+        return cbi__refill(batch);
+    batch->left = left - 1;
+    cbi_countdown = batch->gaps[left - 1];
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    batch->busy = 0;
+    return 1;
+}
+
+/* In a forked child, for the one thread there is (the one that called
+ * fork; countdown.rs, after_fork_in_child): forgets the batch, drawn from
+ * the parent's stream, so that the child's next sample refills it from
+ * its reseeded stream. Returns how many gaps were forgotten, which a bank
+ * of countdowns (SAMPLER_EVENT_COUNTDOWNS) takes back. (A fork from a
+ * signal handler that interrupted cbi_sample's pop itself is not covered:
+ * the pop then completes with the parent's batch.) */
+unsigned cbi__forget_gaps(void) __attribute__((visibility("hidden")));
+
+unsigned cbi__forget_gaps(void)
+{
+    unsigned left = cbi__batch.left;
+    cbi__batch.left = 0;
+    return left;
 }

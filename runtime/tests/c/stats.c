@@ -10,7 +10,12 @@
  *   stats fork                : runs events, forks, and parent and child
  *                               each print "parent|child SAMPLES DIGEST" for
  *                               the next 100000 events (DIGEST hashes which
- *                               events were sampled). */
+ *                               events were sampled).
+ *   stats forkgaps N          : runs events up to the first sample, forks,
+ *                               and parent and child each print
+ *                               "parent|child G1 ... GN", the gaps of
+ *                               their next N samples (G1 counted from the
+ *                               fork). */
 #include <sampler.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -98,6 +103,25 @@ int main(int argc, char **argv)
             waitpid(child, NULL, 0);
         return 0;
     }
+    if (argc == 3 && strcmp(argv[1], "forkgaps") == 0) {
+        int n = atoi(argv[2]);
+        while (!(__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample()))
+            ;
+        pid_t child = fork();
+        printf("%s", child == 0 ? "child" : "parent");
+        long last = 0;
+        for (long event = 1, samples = 0; samples < n; event++)
+            if (__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample()) {
+                printf(" %ld", event - last);
+                last = event;
+                samples++;
+            }
+        printf("\n");
+        fflush(stdout);
+        if (child != 0)
+            waitpid(child, NULL, 0);
+        return 0;
+    }
     if (argc == 3 && strcmp(argv[1], "count") == 0) {
         long events = atol(argv[2]), n_sampled = 0;
         for (long i = 0; i < events; i++)
@@ -106,6 +130,6 @@ int main(int argc, char **argv)
         printf("%ld\n", n_sampled);
         return 0;
     }
-    fprintf(stderr, "usage: stats gaps THREADS EVENTS | first THREADS | count EVENTS\n");
+    fprintf(stderr, "usage: stats gaps THREADS EVENTS | first THREADS | count EVENTS | fork | forkgaps N\n");
     return 2;
 }

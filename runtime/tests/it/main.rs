@@ -192,6 +192,28 @@ impl Lab {
         (self.path("program"), self.path("plugin.so"))
     }
 
+    /// `host` (tests/c/host.c), which does not link the runtime, and
+    /// `plugin.so`, linked with the shared runtime: the runtime comes in by
+    /// `dlopen`.
+    fn host_and_plugin_shared(&self) -> (PathBuf, PathBuf) {
+        self.shared_runtime();
+        let dir = self.dir.path().display().to_string();
+        let host = runtime_dir().join("tests/c/host.c");
+        let plugin = runtime_dir().join("tests/c/plugin.c");
+        self.gcc(&[host.to_str().unwrap(), "-o", "host", "-ldl"]);
+        self.gcc(&[
+            "-shared",
+            "-fPIC",
+            plugin.to_str().unwrap(),
+            "-o",
+            "plugin.so",
+            "-L.",
+            "-lsampler_runtime",
+            &format!("-Wl,-rpath,{dir}"),
+        ]);
+        (self.path("host"), self.path("plugin.so"))
+    }
+
     /// `helpers` (tests/c/helpers.c) linked with the shared runtime.
     fn helpers_shared(&self) -> PathBuf {
         self.shared_runtime();

@@ -1,5 +1,7 @@
 //! The countdowns as instrumented code sees them: the number of samples,
-//! the distribution of the gaps, and a thread's first event.
+//! the distribution of the gaps (across the refills of each thread's
+//! batch of gaps drawn in advance: 100,000 samples per thread are some
+//! 1,600 refills), a thread's first event, forks.
 
 use super::*;
 
@@ -159,4 +161,96 @@ fn a_forked_child_draws_its_own_stream() {
     }
     // ...but not the same events: the child reseeded after the fork.
     assert_ne!(child_digest, parent_digest, "{text}");
+}
+
+/// The gaps of `stats forkgaps N`: (parent's, child's).
+fn fork_gaps(lab: &Lab, stats: &Path, n: usize, env: &[(&str, &str)]) -> (Vec<u64>, Vec<u64>) {
+    let output = lab.run(stats, &["forkgaps", &n.to_string()], env);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    let gaps_of = |who: &str| -> Vec<u64> {
+        let line = text
+            .lines()
+            .find(|line| line.split(' ').next() == Some(who))
+            .unwrap_or_else(|| panic!("no {who} line in {text:?}"));
+        let gaps: Vec<u64> = line
+            .split(' ')
+            .skip(1)
+            .map(|g| g.parse().unwrap())
+            .collect();
+        assert_eq!(gaps.len(), n, "{text}");
+        gaps
+    };
+    (gaps_of("parent"), gaps_of("child"))
+}
+
+#[test]
+fn a_forked_child_does_not_reuse_the_gaps_its_parent_drew_in_advance() {
+    let lab = Lab::new();
+    let stats = lab.stats_static();
+    // Forked right after the first sample, when the batch is all but full.
+    let (parent, child) = fork_gaps(
+        &lab,
+        &stats,
+        40,
+        &[("SAMPLER_SPARSITY", "10"), ("SAMPLER_SEED", "5")],
+    );
+    // The countdown under way at the fork is the same in both...
+    assert_eq!(parent[0], child[0]);
+    // ...then the child draws from its own stream: two independent gaps
+    // at sparsity 10 agree with probability 0.1/1.9, so about 2 of 39.
+    let agreeing = parent[1..]
+        .iter()
+        .zip(&child[1..])
+        .filter(|(a, b)| a == b)
+        .count();
+    assert!(
+        agreeing < 12,
+        "{agreeing} of 39 gaps agree:\n{parent:?}\n{child:?}"
+    );
+}
+
+#[test]
+fn a_forked_child_keeps_the_place_of_a_bank_of_countdowns() {
+    let lab = Lab::new();
+    let stats = lab.stats_static();
+    let bank = [2i32, 3, 5, 7, 11, 13, 17];
+    let bytes: Vec<u8> = bank.iter().flat_map(|c| c.to_ne_bytes()).collect();
+    std::fs::write(lab.path("bank"), bytes).unwrap();
+    let (parent, child) = fork_gaps(
+        &lab,
+        &stats,
+        30,
+        &[("SAMPLER_EVENT_COUNTDOWNS", "bank"), ("SAMPLER_SEED", "5")],
+    );
+    // A bank is not reseeded: the child goes on exactly where its parent
+    // was, though the parent had drawn the bank's next values in advance.
+    assert_eq!(parent, child);
+    let place = |gap: u64| bank.iter().position(|&c| c as u64 == gap).unwrap();
+    for pair in parent[1..].windows(2) {
+        assert_eq!(
+            place(pair[1]),
+            (place(pair[0]) + 1) % bank.len(),
+            "{parent:?}"
+        );
+    }
+}
+
+#[test]
+fn a_runtime_loaded_by_dlopen_samples() {
+    let lab = Lab::new();
+    let (host, plugin) = lab.host_and_plugin_shared();
+    let plugin = plugin.to_str().unwrap();
+    let sampled = |sparsity: &str| -> u64 {
+        let output = lab.run(
+            &host,
+            &[plugin, "100000"],
+            &[("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", "3")],
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout(&output).trim().parse().unwrap()
+    };
+    assert_eq!(sampled("1"), 100_000);
+    // 10,000 expected, standard deviation 95.
+    assert!((9_500..10_500).contains(&sampled("10")));
 }
