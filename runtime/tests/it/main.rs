@@ -169,7 +169,6 @@ impl Lab {
         let dir = self.dir.path().display().to_string();
         let rpath = format!("-Wl,-rpath,{dir}");
         let program = runtime_dir().join("tests/c/program.c");
-        let plugin = runtime_dir().join("tests/c/plugin.c");
         self.gcc(&[
             program.to_str().unwrap(),
             "-o",
@@ -179,6 +178,12 @@ impl Lab {
             &rpath,
             "-ldl",
         ]);
+        (self.path("program"), self.plugin(&rpath))
+    }
+
+    /// `plugin.so` (tests/c/plugin.c), linked with the shared runtime.
+    fn plugin(&self, rpath: &str) -> PathBuf {
+        let plugin = runtime_dir().join("tests/c/plugin.c");
         self.gcc(&[
             "-shared",
             "-fPIC",
@@ -187,9 +192,9 @@ impl Lab {
             "plugin.so",
             "-L.",
             "-lsampler_runtime",
-            &rpath,
+            rpath,
         ]);
-        (self.path("program"), self.path("plugin.so"))
+        self.path("plugin.so")
     }
 
     /// `host` (tests/c/host.c), which does not link the runtime, and
@@ -199,19 +204,8 @@ impl Lab {
         self.shared_runtime();
         let dir = self.dir.path().display().to_string();
         let host = runtime_dir().join("tests/c/host.c");
-        let plugin = runtime_dir().join("tests/c/plugin.c");
         self.gcc(&[host.to_str().unwrap(), "-o", "host", "-ldl"]);
-        self.gcc(&[
-            "-shared",
-            "-fPIC",
-            plugin.to_str().unwrap(),
-            "-o",
-            "plugin.so",
-            "-L.",
-            "-lsampler_runtime",
-            &format!("-Wl,-rpath,{dir}"),
-        ]);
-        (self.path("host"), self.path("plugin.so"))
+        (self.path("host"), self.plugin(&format!("-Wl,-rpath,{dir}")))
     }
 
     /// `helpers` (tests/c/helpers.c) linked with the shared runtime.

@@ -274,14 +274,8 @@ fn use_function_local(
         if in_region(start, end) {
             continue;
         }
-        if let Some(stop) = statement_end(function, text, id) {
-            insertions.push(Insertion::wrap(
-                start,
-                stop,
-                0,
-                format!("{{ cbi_countdown = {local}; "),
-                " }".to_owned(),
-            ));
+        if let Some(store) = store_before(function, text, id, local) {
+            insertions.push(store);
         }
     }
     let body = function.node(function.body);
@@ -306,6 +300,19 @@ fn use_function_local(
         body.end - 1,
         format!(" cbi_countdown = {local}; "),
     ));
+}
+
+/// Jump statement `id` in braces after storing `local` into the global
+/// countdown.
+fn store_before(function: &Function, text: &[u8], id: NodeId, local: &str) -> Option<Insertion> {
+    let stop = statement_end(function, text, id)?;
+    Some(Insertion::wrap(
+        function.node(id).start,
+        stop,
+        0,
+        format!("{{ cbi_countdown = {local}; "),
+        " }".to_owned(),
+    ))
 }
 
 /// The per-site check on a local countdown `local`: the global one is
@@ -1020,27 +1027,7 @@ impl Renderer<'_> {
         match &region.shape {
             Shape::Run => {
                 let _ = write!(out, "{{ {load}{test}");
-                self.piece(
-                    &mut out,
-                    region,
-                    &local,
-                    None,
-                    start,
-                    end,
-                    Version::Fast,
-                    own,
-                )?;
-                out.push_str(" } else {");
-                self.piece(
-                    &mut out,
-                    region,
-                    &local,
-                    None,
-                    start,
-                    end,
-                    Version::Slow,
-                    own,
-                )?;
+                self.both(&mut out, region, &local, (start, end), own, " } else {")?;
                 let _ = write!(out, " }} {store}}}");
             }
             Shape::Loop { node } => {
@@ -1074,9 +1061,14 @@ impl Renderer<'_> {
                         "__extension__ ({{ __typeof__({name}) __cbi_I; \
                          if (__builtin_expect({flag}, 1)) __cbi_I = ("
                     );
-                    self.piece(&mut copies, region, &local, None, s, e, Version::Fast, own)?;
-                    copies.push_str("); else __cbi_I = (");
-                    self.piece(&mut copies, region, &local, None, s, e, Version::Slow, own)?;
+                    self.both(
+                        &mut copies,
+                        region,
+                        &local,
+                        (s, e),
+                        own,
+                        "); else __cbi_I = (",
+                    )?;
                     copies.push_str("); __cbi_I; })");
                     insertions.push(replacement(s, e, copies));
                 }
@@ -1121,31 +1113,33 @@ impl Renderer<'_> {
                     format!("{local} = cbi_countdown; ")
                 };
                 let _ = write!(out, "__extension__ ({{ {declare}{load}{test} {assign}");
-                self.piece(
+                self.both(
                     &mut out,
                     region,
                     &local,
-                    None,
-                    start,
-                    end,
-                    Version::Fast,
+                    (start, end),
                     own,
-                )?;
-                let _ = write!(out, "); }} else {{ {assign}");
-                self.piece(
-                    &mut out,
-                    region,
-                    &local,
-                    None,
-                    start,
-                    end,
-                    Version::Slow,
-                    own,
+                    &format!("); }} else {{ {assign}"),
                 )?;
                 let _ = write!(out, "); }} {store}{value} }})");
             }
         }
         Ok(out)
+    }
+
+    /// FAST, `between`, then SLOW of `extent`.
+    fn both(
+        &self,
+        out: &mut String,
+        region: &Region,
+        local: &str,
+        (start, end): (usize, usize),
+        own: &[Insertion],
+        between: &str,
+    ) -> Result<(), &'static str> {
+        self.piece(out, region, local, None, start, end, Version::Fast, own)?;
+        out.push_str(between);
+        self.piece(out, region, local, None, start, end, Version::Slow, own)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1412,7 +1406,6 @@ impl Renderer<'_> {
                 let n = function.node(other);
                 n.start >= region.start && n.end <= region.end
             };
-            let write_back = format!("cbi_countdown = {local}; ");
             // With the function's local, only `return` leaves its scope.
             let shared = self.shared.is_some();
             match &node.kind {
@@ -1449,27 +1442,16 @@ impl Renderer<'_> {
                         Jump::Computed => return Err("computed goto"),
                     };
                     if leaves && !shared {
-                        let stop =
-                            statement_end(function, text, id).ok_or("statement end not found")?;
-                        insertions.push(Insertion::wrap(
-                            node.start,
-                            stop,
-                            0,
-                            format!("{{ {write_back}"),
-                            " }".to_owned(),
-                        ));
+                        insertions.push(
+                            store_before(function, text, id, local)
+                                .ok_or("statement end not found")?,
+                        );
                     }
                 }
                 NodeKind::Return => {
-                    let stop =
-                        statement_end(function, text, id).ok_or("statement end not found")?;
-                    insertions.push(Insertion::wrap(
-                        node.start,
-                        stop,
-                        0,
-                        format!("{{ {write_back}"),
-                        " }".to_owned(),
-                    ));
+                    insertions.push(
+                        store_before(function, text, id, local).ok_or("statement end not found")?,
+                    );
                 }
                 NodeKind::Labelled(Label::Named(name)) if copy == Version::Fast => {
                     if !text[node.start..].starts_with(name.as_bytes()) {
