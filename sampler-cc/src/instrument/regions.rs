@@ -486,9 +486,10 @@ impl<'a> Planner<'a> {
                 self.flush(&mut run, run_start, false);
             }
             // `__attribute__((fallthrough));` must stay just before the
-            // next label.
+            // next label, also at the end of a block.
             if self.is_fallthrough(inner) {
                 self.flush(&mut run, run_start, false);
+                self.descend(inner);
                 continue;
             }
             if let Some(reason) = self.boundary(inner) {
@@ -513,6 +514,13 @@ impl<'a> Planner<'a> {
     /// statement).
     fn is_fallthrough(&self, id: NodeId) -> bool {
         let node = self.function.node(id);
+        // A block ending with one (`case X: { ...; FALLTHROUGH; }`).
+        if matches!(node.kind, NodeKind::Compound) {
+            return node
+                .children
+                .last()
+                .is_some_and(|&last| self.is_fallthrough(self.strip_labels(last)));
+        }
         let end = statement_end(self.function, self.text, id).unwrap_or(node.end);
         let spelled = &self.text[node.start..end.max(node.start)];
         spelled.starts_with(b"__attribute__") && spelled.windows(11).any(|w| w == b"fallthrough")
@@ -1369,24 +1377,31 @@ impl Renderer<'_> {
         } else {
             // The site code becomes decrements of the local countdown (of
             // the global one inside a `return`, which writes back first).
-            let mut decrements: BTreeMap<(usize, usize, bool), (u32, bool)> = BTreeMap::new();
+            // An initialiser keeps its variable's type: `p = (L -= 1, 0)`
+            // would no longer be a null pointer constant.
+            type Decrement<'n> = (u32, bool, Option<&'n str>);
+            let mut decrements: BTreeMap<(usize, usize, bool), Decrement<'_>> = BTreeMap::new();
             for mark in self.marks {
                 let node = function.node(mark.node);
                 if node.start < start || node.end > end {
                     continue;
                 }
                 let in_return = self.inside_return(mark.node, region);
+                let initialised = self.initialised_variable(mark.node);
                 let entry = decrements
                     .entry((node.start, node.end, mark.lvalue))
-                    .or_insert((0, in_return));
+                    .or_insert((0, in_return, initialised));
                 entry.0 += mark.count;
             }
-            for ((s, e, lvalue), (count, in_return)) in decrements {
+            for ((s, e, lvalue), (count, in_return, initialised)) in decrements {
                 let counter = if in_return { "cbi_countdown" } else { local };
-                let (open, close) = if lvalue {
-                    (format!("(*({counter} -= {count}, &("), ")))".to_owned())
-                } else {
-                    (format!("({counter} -= {count}, "), ")".to_owned())
+                let (open, close) = match (lvalue, initialised) {
+                    (true, _) => (format!("(*({counter} -= {count}, &("), ")))".to_owned()),
+                    (false, Some(name)) => (
+                        format!("((__typeof__({name}))({counter} -= {count}, "),
+                        "))".to_owned(),
+                    ),
+                    (false, None) => (format!("({counter} -= {count}, "), ")".to_owned()),
                 };
                 insertions.push(Insertion::wrap(s, e, 9, open, close));
             }
@@ -1495,6 +1510,21 @@ impl Renderer<'_> {
             .nodes
             .iter()
             .position(|n| matches!(&n.kind, NodeKind::Labelled(Label::Named(l)) if l == name))
+    }
+
+    /// The variable that expression `id` initialises, if it is an
+    /// initialiser.
+    fn initialised_variable(&self, id: NodeId) -> Option<&str> {
+        let function = self.function;
+        let parent = function.node(function.node(id).parent?);
+        let NodeKind::Decl { key, .. } = parent.kind else {
+            return None;
+        };
+        function
+            .locals
+            .iter()
+            .find(|v| v.key == key)
+            .map(|v| v.name.as_str())
     }
 
     /// Whether `id` is inside a `return` of `region`.

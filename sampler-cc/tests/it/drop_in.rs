@@ -181,6 +181,8 @@ int use(struct s *p, int c, int unused)
 }
 int options(int c, int level)
 {
+    void *none = 0;
+    char *text = 0;
     level = use(0, c, 0);
     switch (c) {
     case 'a' + 100:
@@ -190,8 +192,17 @@ int options(int c, int level)
     case 'a':
         level = c - 'a';
         break;
+    case 'b': {
+        level += 2;
+        if (level > 9) break;
+        level--;
+        __attribute__((__fallthrough__));
     }
-    return level;
+    case 'c':
+        level++;
+    }
+    if (c == 'z') { int *slot = 0; level += slot == 0; level *= 2; }
+    return level + (none == text);
 }
 "#,
     );
