@@ -30,7 +30,11 @@
 //!
 //! The conditions and `for` steps of other loops, and the conditions of
 //! `if`s whose branches hold weighty calls, are regions of their own, as
-//! statement expressions.
+//! statement expressions. Declarations a run cannot hold check a local
+//! countdown, and their scalar initialisers get both copies, chosen by one
+//! test. In a leaf function (no weighty call) one local lives from the
+//! entry to every `return`, shared by all its regions and sites: regions
+//! then neither load nor store the global countdown.
 //!
 //! Cloning needs no hoisting: declarations keep their blocks (a run that
 //! does not reach the end of its block holds no declaration), labels at
