@@ -24,10 +24,7 @@ fn exact_report_at_exit_and_variables_removed() {
     );
     assert_eq!(
         lab.read("run.report"),
-        format!(
-            "<report id=\"samples\">\n{}</report>\n",
-            known_samples(UNIT_11, 10)
-        )
+        samples_report(&known_samples(UNIT_11, 10))
     );
 }
 
@@ -39,10 +36,7 @@ fn without_sparsity_nothing_is_sampled_and_without_destination_nothing_is_writte
     assert_eq!(output.status.code(), Some(0));
     assert_eq!(
         lab.read("run.report"),
-        format!(
-            "<report id=\"samples\">\n{}</report>\n",
-            known_samples(UNIT_11, 0)
-        )
+        samples_report(&known_samples(UNIT_11, 0))
     );
     let output = lab.run(&program, &["exit"], &[("SAMPLER_SPARSITY", "1")]);
     assert_eq!(output.status.code(), Some(0));
@@ -67,10 +61,7 @@ fn report_fd_beats_report_file() {
     assert!(!lab.path("file.report").exists());
     assert_eq!(
         lab.read("fd.report"),
-        format!(
-            "<report id=\"samples\">\n{}</report>\n",
-            known_samples(UNIT_11, 10)
-        )
+        samples_report(&known_samples(UNIT_11, 10))
     );
 }
 
@@ -94,10 +85,7 @@ fn unusable_values_get_one_line_and_change_nothing_else() {
     assert!(stdout(&output).starts_with("SAMPLER_FILE=(unset)\n"));
     assert_eq!(
         lab.read("run.report"),
-        format!(
-            "<report id=\"samples\">\n{}</report>\n",
-            known_samples(UNIT_11, 0)
-        )
+        samples_report(&known_samples(UNIT_11, 0))
     );
 
     let output = lab.run(
@@ -128,10 +116,7 @@ fn a_forked_child_writes_nothing() {
     // One block: the parent's, without the child's 100 positive returns.
     assert_eq!(
         lab.read("run.report"),
-        format!(
-            "<report id=\"samples\">\n{}</report>\n",
-            known_samples(UNIT_11, 0)
-        )
+        samples_report(&known_samples(UNIT_11, 0))
     );
 }
 

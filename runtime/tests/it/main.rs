@@ -253,6 +253,11 @@ fn stdout(output: &Output) -> String {
 
 /// The report text of the known events of `program.c`, with `extra` false
 /// counts at branches site 1 (the sampled site).
+/// One `<report id="samples">` block holding `body`.
+fn samples_report(body: &str) -> String {
+    format!("<report id=\"samples\">\n{body}</report>\n")
+}
+
 fn known_samples(unit: &str, extra: u64) -> String {
     format!(
         "<samples unit=\"{unit}\" scheme=\"branches\">\n1\t2\n{extra}\t4\n</samples>\n\
