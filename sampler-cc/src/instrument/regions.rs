@@ -197,6 +197,7 @@ pub(super) fn clone_regions(
         marks,
         shared: shared.clone(),
     };
+    let mut rendered = Vec::with_capacity(regions.len());
     for (region, own) in regions.iter().zip(inside) {
         let number = *next_region;
         match renderer.render(region, number, &own) {
@@ -211,6 +212,7 @@ pub(super) fn clone_regions(
                 if !matches!(region.shape, Shape::Declarations) {
                     stats.cloned_sites += region.sites as usize;
                 }
+                rendered.push((region.start, region.end));
                 outside.push(Insertion {
                     start: region.start,
                     end: region.end,
@@ -228,57 +230,35 @@ pub(super) fn clone_regions(
         }
     }
     if let Some(local) = shared {
-        use_function_local(function, text, &local, &mut outside);
+        use_function_local(function, text, &local, &rendered, &mut outside);
         stats.leaf_functions += 1;
     }
     *insertions = outside;
 }
 
-/// Makes the sites outside regions of a leaf function check its local
-/// countdown, loaded after the entry's sites and stored at each `return`
-/// and at the end of the body.
+/// Makes the sites outside regions (`regions`: the extents replaced by
+/// rendered regions) of a leaf function check its local countdown, loaded
+/// after the entry's sites and stored at each `return` and at the end of
+/// the body.
 fn use_function_local(
     function: &Function,
     text: &[u8],
     local: &str,
+    regions: &[(usize, usize)],
     insertions: &mut Vec<Insertion>,
 ) {
-    let returns: Vec<(NodeId, usize, usize)> = function
-        .nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| matches!(n.kind, NodeKind::Return))
-        .map(|(id, n)| (id, n.start, n.end))
-        .collect();
-    // Regions were replaced whole: what they hold is already done.
-    let replaced: Vec<(usize, usize)> = insertions
-        .iter()
-        .filter(|i| i.replace && i.open.contains(local))
-        .map(|i| (i.start, i.end))
-        .collect();
-    let in_region =
-        |start: usize, end: usize| replaced.iter().any(|&(s, e)| start >= s && end <= e);
-    let local_check = local_check(local);
+    let in_region = |start: usize, end: usize| regions.iter().any(|&(s, e)| start >= s && end <= e);
+    let localiser = Localiser::new(function, local);
     for insertion in insertions.iter_mut() {
-        if insertion.prologue || in_region(insertion.start, insertion.end) {
-            continue;
+        if !insertion.prologue && !in_region(insertion.start, insertion.end) {
+            localiser.localise(insertion);
         }
-        // Inside a `return`, which stores the local first, sites keep the
-        // global countdown.
-        if returns
-            .iter()
-            .any(|&(_, s, e)| insertion.start >= s && insertion.end <= e)
-        {
-            continue;
-        }
-        insertion.open = insertion.open.replace(SAMPLED_CHECK, &local_check);
-        insertion.close = insertion.close.replace(SAMPLED_CHECK, &local_check);
     }
-    for &(id, start, end) in &returns {
-        if in_region(start, end) {
-            continue;
-        }
-        if let Some(store) = store_before(function, text, id, local) {
+    for (id, node) in function.nodes.iter().enumerate() {
+        if matches!(node.kind, NodeKind::Return)
+            && !in_region(node.start, node.end)
+            && let Some(store) = store_before(function, text, id, local)
+        {
             insertions.push(store);
         }
     }
@@ -304,6 +284,40 @@ fn use_function_local(
         body.end - 1,
         format!(" cbi_countdown = {local}; "),
     ));
+}
+
+/// Turns per-site checks of the global countdown into checks of a local
+/// one, which touch the global one only to draw a sample. Inside a
+/// `return`, which stores the local first, sites keep the global countdown.
+struct Localiser {
+    check: String,
+    returns: Vec<(usize, usize)>,
+}
+
+impl Localiser {
+    fn new(function: &Function, local: &str) -> Self {
+        Localiser {
+            check: local_check(local),
+            returns: function
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.kind, NodeKind::Return))
+                .map(|n| (n.start, n.end))
+                .collect(),
+        }
+    }
+
+    fn localise(&self, insertion: &mut Insertion) {
+        if self
+            .returns
+            .iter()
+            .any(|&(s, e)| insertion.start >= s && insertion.end <= e)
+        {
+            return;
+        }
+        insertion.open = insertion.open.replace(SAMPLED_CHECK, &self.check);
+        insertion.close = insertion.close.replace(SAMPLED_CHECK, &self.check);
+    }
 }
 
 /// Jump statement `id` in braces after storing `local` into the global
@@ -1350,33 +1364,13 @@ impl Renderer<'_> {
             return self.emit(out, start, end, system, insertions);
         }
         if copy == Version::Slow {
-            // The per-site checks use the local countdown, and the global
-            // one only to draw a sample; inside a `return`, which writes
-            // back first, they keep the global one.
-            let local_check = local_check(local);
-            let returns: Vec<(usize, usize)> = function
-                .nodes
-                .iter()
-                .filter(|n| {
-                    matches!(n.kind, NodeKind::Return)
-                        && n.start >= region.start
-                        && n.end <= region.end
-                })
-                .map(|n| (n.start, n.end))
-                .collect();
+            let localiser = Localiser::new(function, local);
             for insertion in own {
-                if insertion.start < start || insertion.end > end {
-                    continue;
+                if insertion.start >= start && insertion.end <= end {
+                    let mut insertion = insertion.clone();
+                    localiser.localise(&mut insertion);
+                    insertions.push(insertion);
                 }
-                let mut insertion = insertion.clone();
-                if !returns
-                    .iter()
-                    .any(|&(s, e)| insertion.start >= s && insertion.end <= e)
-                {
-                    insertion.open = insertion.open.replace(SAMPLED_CHECK, &local_check);
-                    insertion.close = insertion.close.replace(SAMPLED_CHECK, &local_check);
-                }
-                insertions.push(insertion);
             }
         } else {
             // The site code becomes decrements of the local countdown (of
