@@ -267,13 +267,8 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
             .filter(|(_, found)| !found.marks.is_empty() || !found.insertions.is_empty())
             .map(|(function, _)| function.name.as_str())
             .collect();
-        let weighty_functions = weighty::weighty_functions(unit, &with_sites);
-        let defined: HashSet<&str> = unit.functions.iter().map(|f| f.name.as_str()).collect();
-        let is_weighty = |call: &crate::frontend::Call| match call.direct.as_deref() {
-            None => true,
-            Some(name) if defined.contains(name) => weighty_functions.contains(name),
-            Some(name) => weighty::is_weighty_external(name),
-        };
+        let weighty = weighty::Weighty::new(unit, &with_sites);
+        let is_weighty = |call: &crate::frontend::Call| weighty.is_weighty(call);
         let mut next_region = 0;
         for (function, found) in &mut found_per_function {
             regions::clone_regions(

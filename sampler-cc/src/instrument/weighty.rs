@@ -17,7 +17,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
-use crate::frontend::{Function, NodeKind, Unit};
+use crate::frontend::{Call, NodeKind, Unit};
 
 /// C library functions that run program code (callbacks, handlers, atexit
 /// functions, signal handlers) or return more than once or not normally.
@@ -147,49 +147,68 @@ pub(super) fn is_weighty_external(name: &str) -> bool {
     !library_weightless().contains(name)
 }
 
-/// The unit's weighty functions, by name: those defined in the unit that
-/// have sites (`has_sites`) or call a weighty function.
-pub(super) fn weighty_functions(unit: &Unit, has_sites: &HashSet<&str>) -> HashSet<String> {
-    let defined: HashMap<&str, &Function> = unit
-        .functions
-        .iter()
-        .map(|f| (f.name.as_str(), f))
-        .collect();
-    // Callers of each defined function, and the functions weighty on their
-    // own (sites, calls through pointers, weighty externals).
-    let mut callers: HashMap<&str, Vec<&str>> = HashMap::new();
-    let mut weighty: HashSet<String> = HashSet::new();
-    let mut work = Vec::new();
-    for function in &unit.functions {
-        let name = function.name.as_str();
-        let mut own = has_sites.contains(name);
-        for node in &function.nodes {
-            let NodeKind::Call(call) = &node.kind else {
-                continue;
-            };
-            if !node.evaluated {
-                continue;
-            }
-            match call.direct.as_deref() {
-                None => own = true,
-                Some(callee) if defined.contains_key(callee) => {
-                    callers.entry(callee).or_default().push(name);
+/// Which calls of one unit are weighty.
+pub(super) struct Weighty<'u> {
+    /// The functions the unit defines.
+    defined: HashSet<&'u str>,
+    /// Those of them that have sites or call a weighty function.
+    weighty: HashSet<&'u str>,
+}
+
+impl<'u> Weighty<'u> {
+    /// Works out the unit's weighty functions: those defined in the unit
+    /// that have sites (`has_sites`) or call a weighty function, to a
+    /// fixed point over the unit's call graph.
+    pub(super) fn new(unit: &'u Unit, has_sites: &HashSet<&str>) -> Self {
+        let defined: HashSet<&str> = unit.functions.iter().map(|f| f.name.as_str()).collect();
+        let mut classes = Weighty {
+            defined,
+            weighty: HashSet::new(),
+        };
+        // Callers of each defined function, and the functions weighty on
+        // their own (sites, calls through pointers, weighty externals).
+        let mut callers: HashMap<&str, Vec<&str>> = HashMap::new();
+        let mut work = Vec::new();
+        for function in &unit.functions {
+            let name = function.name.as_str();
+            let mut own = has_sites.contains(name);
+            for node in &function.nodes {
+                let NodeKind::Call(call) = &node.kind else {
+                    continue;
+                };
+                if !node.evaluated {
+                    continue;
                 }
-                Some(callee) => own |= is_weighty_external(callee),
+                match call.direct.as_deref() {
+                    Some(callee) if classes.defined.contains(callee) => {
+                        callers.entry(callee).or_default().push(name);
+                    }
+                    _ => own |= classes.is_weighty(call),
+                }
+            }
+            if own && classes.weighty.insert(name) {
+                work.push(name);
             }
         }
-        if own && weighty.insert(name.to_owned()) {
-            work.push(name);
-        }
-    }
-    while let Some(callee) = work.pop() {
-        for &caller in callers.get(callee).map(Vec::as_slice).unwrap_or_default() {
-            if weighty.insert(caller.to_owned()) {
-                work.push(caller);
+        while let Some(callee) = work.pop() {
+            for &caller in callers.get(callee).map(Vec::as_slice).unwrap_or_default() {
+                if classes.weighty.insert(caller) {
+                    work.push(caller);
+                }
             }
         }
+        classes
     }
-    weighty
+
+    /// Whether `call` may run sites: through a pointer, to a weighty
+    /// function of the unit, or to an external not known to be weightless.
+    pub(super) fn is_weighty(&self, call: &Call) -> bool {
+        match call.direct.as_deref() {
+            None => true,
+            Some(name) if self.defined.contains(name) => self.weighty.contains(name),
+            Some(name) => is_weighty_external(name),
+        }
+    }
 }
 
 #[cfg(test)]
