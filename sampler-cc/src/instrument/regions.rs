@@ -195,6 +195,7 @@ pub(super) fn clone_regions(
         text,
         map,
         marks,
+        labels: planner.labels,
         shared: shared.clone(),
     };
     let mut rendered = Vec::with_capacity(regions.len());
@@ -585,25 +586,13 @@ impl<'a> Planner<'a> {
             matches!(
                 function.node(id).kind,
                 NodeKind::Labelled(Label::Case | Label::Default)
-            ) && self
-                .enclosing(id, |k| matches!(k, NodeKind::Switch))
-                .is_none_or(|switch| {
+            ) && enclosing(function, id, |kind| matches!(kind, NodeKind::Switch)).is_none_or(
+                |switch| {
                     let s = function.node(switch);
                     s.start < start || s.end > end
-                })
+                },
+            )
         })
-    }
-
-    /// The nearest ancestor of `id` whose kind `wanted` accepts.
-    fn enclosing(&self, id: NodeId, wanted: impl Fn(&NodeKind) -> bool) -> Option<NodeId> {
-        let mut at = self.function.node(id).parent;
-        while let Some(parent) = at {
-            if wanted(&self.function.node(parent).kind) {
-                return Some(parent);
-            }
-            at = self.function.node(parent).parent;
-        }
-        None
     }
 
     /// Searches a statement that cannot join a run for regions inside it.
@@ -963,6 +952,31 @@ fn statement_end(function: &Function, text: &[u8], id: NodeId) -> Option<usize> 
     }
 }
 
+/// The nearest ancestor of `id` whose kind `wanted` accepts.
+fn enclosing(
+    function: &Function,
+    id: NodeId,
+    wanted: impl Fn(&NodeKind) -> bool,
+) -> Option<NodeId> {
+    let mut at = function.node(id).parent;
+    while let Some(parent) = at {
+        if wanted(&function.node(parent).kind) {
+            return Some(parent);
+        }
+        at = function.node(parent).parent;
+    }
+    None
+}
+
+/// The loop (or, for a `break`, the switch) that jump `id` leaves.
+fn jump_target(function: &Function, id: NodeId, include_switch: bool) -> Option<NodeId> {
+    enclosing(function, id, |kind| match kind {
+        NodeKind::While | NodeKind::For { .. } | NodeKind::Do => true,
+        NodeKind::Switch => include_switch,
+        _ => false,
+    })
+}
+
 /// Nodes in post-order (children before parents), without recursion.
 fn post_order(function: &Function) -> Vec<NodeId> {
     let mut order = Vec::with_capacity(function.nodes.len());
@@ -995,6 +1009,8 @@ struct Renderer<'a> {
     text: &'a [u8],
     map: &'a LineMap,
     marks: &'a [Mark],
+    /// The function's named labels.
+    labels: HashMap<&'a str, NodeId>,
     /// In a leaf function (no weighty call), the function's own local
     /// countdown, loaded at its entry and stored at its `return`s: regions
     /// then neither load nor store the global one.
@@ -1317,23 +1333,8 @@ impl Renderer<'_> {
         found
     }
 
-    /// The loop (or switch) a `break` or `continue` at `id` leaves.
-    fn jump_target(&self, id: NodeId, include_switch: bool) -> Option<NodeId> {
-        let function = self.function;
-        let mut at = function.node(id).parent;
-        while let Some(parent) = at {
-            match function.node(parent).kind {
-                NodeKind::While | NodeKind::For { .. } | NodeKind::Do => return Some(parent),
-                NodeKind::Switch if include_switch => return Some(parent),
-                _ => {}
-            }
-            at = function.node(parent).parent;
-        }
-        None
-    }
-
     fn continue_target(&self, id: NodeId) -> Option<NodeId> {
-        self.jump_target(id, false)
+        jump_target(self.function, id, false)
     }
 
     /// Renders `start..end` of `region` as `copy` into `out`, after a line
@@ -1430,11 +1431,10 @@ impl Renderer<'_> {
                 }
                 NodeKind::Jump(jump) => {
                     let leaves = match jump {
-                        Jump::Break => self
-                            .jump_target(id, true)
+                        Jump::Break => jump_target(function, id, true)
                             .is_none_or(|t| !inside(t) || looping.is_some_and(|(l, _)| l == t)),
                         Jump::Continue => self.continue_target(id).is_none_or(|t| !inside(t)),
-                        Jump::Goto(name) => match self.label(name) {
+                        Jump::Goto(name) => match self.labels.get(name.as_str()).copied() {
                             // Inside: the fast copy jumps to its own label.
                             Some(label) if inside(label) => {
                                 if copy == Version::Fast {
@@ -1501,13 +1501,6 @@ impl Renderer<'_> {
         super::apply_insertions(&mut rendered, text, start, end, insertions);
         out.push_str(&String::from_utf8_lossy(&rendered));
         Ok(())
-    }
-
-    fn label(&self, name: &str) -> Option<NodeId> {
-        self.function
-            .nodes
-            .iter()
-            .position(|n| matches!(&n.kind, NodeKind::Labelled(Label::Named(l)) if l == name))
     }
 
     /// The variable that expression `id` initialises, if it is an
