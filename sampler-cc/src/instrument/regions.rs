@@ -642,12 +642,7 @@ impl<'a> Planner<'a> {
         if self.sum[id] < 2 || self.weighty[id] || self.cyclic[id] {
             return;
         }
-        if subtree(function, id).any(|n| {
-            matches!(
-                function.node(n).kind,
-                NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(_)
-            )
-        }) {
+        if holds_jump(function, id) {
             self.stats.fall_back("jump in an expression");
             return;
         }
@@ -754,14 +749,7 @@ impl<'a> Planner<'a> {
             self.stats.fall_back("statement end not found");
             return;
         };
-        if items.iter().any(|&item| {
-            subtree(function, item).any(|n| {
-                matches!(
-                    function.node(n).kind,
-                    NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(_)
-                )
-            })
-        }) {
+        if items.iter().any(|&item| holds_jump(function, item)) {
             self.stats.fall_back("jump in a declaration");
             return;
         }
@@ -806,12 +794,7 @@ impl<'a> Planner<'a> {
             .into_iter()
             .flatten()
         {
-            if subtree(function, part).any(|n| {
-                matches!(
-                    function.node(n).kind,
-                    NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(_)
-                )
-            }) {
+            if holds_jump(function, part) {
                 self.stats.fall_back("jump in a loop header");
                 return false;
             }
@@ -974,6 +957,18 @@ fn jump_target(function: &Function, id: NodeId, include_switch: bool) -> Option<
         NodeKind::While | NodeKind::For { .. } | NodeKind::Do => true,
         NodeKind::Switch => include_switch,
         _ => false,
+    })
+}
+
+/// Whether the subtree of `id` holds a jump, a `return` or a label (in a
+/// statement expression): what an expression or declaration copied
+/// without the jump handling of statements must not hold.
+fn holds_jump(function: &Function, id: NodeId) -> bool {
+    subtree(function, id).any(|n| {
+        matches!(
+            function.node(n).kind,
+            NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(_)
+        )
     })
 }
 
