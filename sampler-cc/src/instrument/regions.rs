@@ -196,6 +196,7 @@ pub(super) fn clone_regions(
         map,
         marks,
         labels: planner.labels,
+        returns: return_extents(function),
         shared: shared.clone(),
     };
     let mut rendered = Vec::with_capacity(regions.len());
@@ -249,7 +250,8 @@ fn use_function_local(
     insertions: &mut Vec<Insertion>,
 ) {
     let in_region = |start: usize, end: usize| regions.iter().any(|&(s, e)| start >= s && end <= e);
-    let localiser = Localiser::new(function, local);
+    let returns = return_extents(function);
+    let localiser = Localiser::new(local, &returns);
     for insertion in insertions.iter_mut() {
         if !insertion.prologue && !in_region(insertion.start, insertion.end) {
             localiser.localise(insertion);
@@ -287,33 +289,40 @@ fn use_function_local(
     ));
 }
 
-/// Turns per-site checks of the global countdown into checks of a local
-/// one, which touch the global one only to draw a sample. Inside a
-/// `return`, which stores the local first, sites keep the global countdown.
-struct Localiser {
-    check: String,
-    returns: Vec<(usize, usize)>,
+/// The extents of a function's `return` statements.
+fn return_extents(function: &Function) -> Vec<(usize, usize)> {
+    function
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.kind, NodeKind::Return))
+        .map(|n| (n.start, n.end))
+        .collect()
 }
 
-impl Localiser {
-    fn new(function: &Function, local: &str) -> Self {
+/// Whether `start..end` lies in one of `returns`.
+fn in_return(returns: &[(usize, usize)], start: usize, end: usize) -> bool {
+    returns.iter().any(|&(s, e)| start >= s && end <= e)
+}
+
+/// Turns per-site checks of the global countdown into checks of a local
+/// one, which touch the global one only to draw a sample. Inside a
+/// `return` (`returns`), which stores the local first, sites keep the
+/// global countdown.
+struct Localiser<'r> {
+    check: String,
+    returns: &'r [(usize, usize)],
+}
+
+impl<'r> Localiser<'r> {
+    fn new(local: &str, returns: &'r [(usize, usize)]) -> Self {
         Localiser {
             check: local_check(local),
-            returns: function
-                .nodes
-                .iter()
-                .filter(|n| matches!(n.kind, NodeKind::Return))
-                .map(|n| (n.start, n.end))
-                .collect(),
+            returns,
         }
     }
 
     fn localise(&self, insertion: &mut Insertion) {
-        if self
-            .returns
-            .iter()
-            .any(|&(s, e)| insertion.start >= s && insertion.end <= e)
-        {
+        if in_return(self.returns, insertion.start, insertion.end) {
             return;
         }
         insertion.open = insertion.open.replace(SAMPLED_CHECK, &self.check);
@@ -1006,6 +1015,8 @@ struct Renderer<'a> {
     marks: &'a [Mark],
     /// The function's named labels.
     labels: HashMap<&'a str, NodeId>,
+    /// The extents of the function's `return` statements.
+    returns: Vec<(usize, usize)>,
     /// In a leaf function (no weighty call), the function's own local
     /// countdown, loaded at its entry and stored at its `return`s: regions
     /// then neither load nor store the global one.
@@ -1360,7 +1371,7 @@ impl Renderer<'_> {
             return self.emit(out, start, end, system, insertions);
         }
         if copy == Version::Slow {
-            let localiser = Localiser::new(function, local);
+            let localiser = Localiser::new(local, &self.returns);
             for insertion in own {
                 if insertion.start >= start && insertion.end <= end {
                     let mut insertion = insertion.clone();
@@ -1380,7 +1391,7 @@ impl Renderer<'_> {
                 if node.start < start || node.end > end {
                     continue;
                 }
-                let in_return = self.inside_return(mark.node, region);
+                let in_return = in_return(&self.returns, node.start, node.end);
                 let initialised = self.initialised_variable(mark.node);
                 let entry = decrements
                     .entry((node.start, node.end, mark.lvalue))
@@ -1511,22 +1522,6 @@ impl Renderer<'_> {
             .iter()
             .find(|v| v.key == key)
             .map(|v| v.name.as_str())
-    }
-
-    /// Whether `id` is inside a `return` of `region`.
-    fn inside_return(&self, id: NodeId, region: &Region) -> bool {
-        let mut at = Some(id);
-        while let Some(node) = at {
-            let n = self.function.node(node);
-            if n.start < region.start {
-                return false;
-            }
-            if matches!(n.kind, NodeKind::Return) {
-                return true;
-            }
-            at = n.parent;
-        }
-        false
     }
 
     /// Blanks as wide as the text before `offset` on its line (tabs kept),
