@@ -6,15 +6,24 @@
 //!   `.debug_site_info` sections of binaries;
 //! - [`resolve_samples`] and [`resolve_timestamps`] join a report's
 //!   sections with those tables;
-//! - [`extract_reports`] picks subreports out of a raw report.
+//! - [`extract_reports`] picks subreports out of a raw report;
+//! - [`symbolize`] turns a crash's `main-backtrace` into functions, files
+//!   and lines (module [`backtrace`]), and [`crash_signature`] groups
+//!   crashes.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod backtrace;
 mod extract_report;
 mod join;
 mod site_store;
 
+pub use backtrace::{
+    BacktraceError, CrashSubreports, DebugFileError, DebugFileSet, DebugFiles, DebugObject,
+    DebugObjectError, LoadedModule, RawFrame, SourceFrame, SymbolizedFrame, crash_signature,
+    parse_backtrace, parse_modules, read_crash_subreports, symbolize,
+};
 pub use extract_report::{ExtractReportError, extract_reports};
 pub use join::{JoinError, resolve_samples, resolve_timestamps};
 pub use site_store::{LoadError, SITE_INFO_SECTION, SiteStore, SiteTable};
