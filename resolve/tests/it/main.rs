@@ -4,6 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+mod backtrace;
+
 const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
@@ -21,6 +23,7 @@ fn tool(name: &str, dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
         "extract-report" => env!("CARGO_BIN_EXE_extract-report"),
         "resolve-samples" => env!("CARGO_BIN_EXE_resolve-samples"),
         "resolve-timestamps" => env!("CARGO_BIN_EXE_resolve-timestamps"),
+        "resolve-backtrace" => env!("CARGO_BIN_EXE_resolve-backtrace"),
         other => panic!("no tool {other}"),
     };
     let mut child = Command::new(program)
