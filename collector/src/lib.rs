@@ -1,0 +1,22 @@
+//! The collection server of the sampler toolchain (`sampler-collector`).
+//!
+//! Instrumented programs' feedback reports arrive by the original CBI
+//! upload protocol (`upload`), are checked, reduced to a compact form for
+//! the analysis (`counters`), symbolized when they crashed (`crashes`) and
+//! stored durably before they are acknowledged (`ingest`) in SQLite or
+//! PostgreSQL (`store`). Builds register their site tables and debug files
+//! (`builds`); the read API serves it all back as JSON (`api`).
+
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod builds;
+pub mod counters;
+pub mod crashes;
+pub mod ingest;
+pub mod limits;
+pub mod metrics;
+pub mod server;
+pub mod store;
+pub mod tokens;
+pub mod upload;
