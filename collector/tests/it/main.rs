@@ -3,6 +3,8 @@
 //! server where the tests may create databases (README, "Testing").
 
 mod crashes;
+mod fault;
+mod load;
 mod properties;
 mod upload;
 
