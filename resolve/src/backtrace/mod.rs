@@ -5,7 +5,7 @@
 //!   bodies ([`read_crash_subreports`] finds them in a raw report);
 //! - [`DebugObject`] is one ELF file parsed for lookups, and [`DebugFiles`]
 //!   says where they come from ([`DebugFileSet`]: files read once);
-//! - [`symbolize`] maps each address to its module and source, leaving out
+//! - [`symbolize`](fn@symbolize) maps each address to its module and source, leaving out
 //!   the runtime's signal handler and the signal trampoline;
 //! - [`crash_signature`] is the key that groups crashes.
 
