@@ -95,6 +95,21 @@ enum TokenCommand {
         #[arg(long, value_enum)]
         scope: ScopeArg,
     },
+    /// List tokens (ids, applications, scopes; never secrets).
+    List {
+        #[command(flatten)]
+        database: Database,
+    },
+    /// Revoke a token, given its id (as `token list` shows it) or the
+    /// whole token. Running servers refuse it within 30 seconds.
+    Revoke {
+        #[command(flatten)]
+        database: Database,
+
+        /// The token's id, or the token.
+        #[arg(value_name = "ID")]
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -189,6 +204,29 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 ScopeArg::Read => Scope::Read,
             };
             println!("{}", tokens::create(&store, &app, scope).await?);
+            Ok(())
+        }
+        Command::Token {
+            command: TokenCommand::List { database },
+        } => {
+            let store = database.open(2).await?;
+            for (id, app, scope, created_ms, revoked) in tokens::list(&store).await? {
+                let created = sampler_collector::api::ms_to_rfc3339(created_ms);
+                println!(
+                    "{id}\t{app}\t{scope}\t{created}{}",
+                    if revoked { "\trevoked" } else { "" }
+                );
+            }
+            Ok(())
+        }
+        Command::Token {
+            command: TokenCommand::Revoke { database, id },
+        } => {
+            let store = database.open(2).await?;
+            if !tokens::revoke(&store, &id).await? {
+                anyhow::bail!("no token `{id}` to revoke");
+            }
+            println!("revoked");
             Ok(())
         }
         Command::Build {

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use rand::RngExt;
 use sha2::{Digest, Sha256};
@@ -89,6 +90,39 @@ pub async fn create(store: &Store, application: &str, scope: Scope) -> anyhow::R
     Ok(format!("smp_{id}_{secret}"))
 }
 
+/// Revokes the token whose id (the part after `smp_`, or the whole token)
+/// is `id`; returns whether one was revoked.
+pub async fn revoke(store: &Store, id: &str) -> anyhow::Result<bool> {
+    let id = split(id).map_or(id, |(id, _)| id);
+    let revoked = sqlx::query("UPDATE tokens SET revoked = 1 WHERE id = $1 AND revoked = 0")
+        .bind(id)
+        .execute(&store.pool)
+        .await?
+        .rows_affected();
+    Ok(revoked == 1)
+}
+
+/// Every token: id, application, scope, creation time, whether revoked.
+pub async fn list(store: &Store) -> anyhow::Result<Vec<(String, String, String, i64, bool)>> {
+    let rows = sqlx::query(
+        "SELECT t.id, a.name, t.scope, t.created_ms, t.revoked FROM tokens t \
+         JOIN applications a ON a.id = t.application_id ORDER BY a.name, t.created_ms",
+    )
+    .fetch_all(&store.pool)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.try_get(0)?,
+                row.try_get(1)?,
+                row.try_get(2)?,
+                row.try_get(3)?,
+                row.try_get::<i64, _>(4)? != 0,
+            ))
+        })
+        .collect()
+}
+
 /// Splits `smp_<16 hex>_<48 hex>` into id and secret.
 fn split(token: &str) -> Option<(&str, &str)> {
     let rest = token.strip_prefix("smp_")?;
@@ -101,11 +135,16 @@ fn split(token: &str) -> Option<(&str, &str)> {
 struct Known {
     secret_sha256: Vec<u8>,
     grant: Grant,
+    read_at: Instant,
 }
 
-/// Checks tokens, remembering the rows it has read: an upload costs no
-/// query for its token once its id was seen. A revoked token stays valid
-/// in a running server's memory until it restarts (documented).
+/// How long a token read from the database is trusted without asking
+/// again: a revocation reaches every running server within this time.
+pub const TOKEN_CACHE_SECONDS: u64 = 30;
+
+/// Checks tokens, remembering the rows it has read for
+/// [`TOKEN_CACHE_SECONDS`]: an upload costs no query for its token once its
+/// id was seen, and a revoked token stops working within that time.
 #[derive(Debug, Clone, Default)]
 pub struct TokenCache {
     known: Arc<RwLock<HashMap<String, Known>>>,
@@ -130,17 +169,21 @@ impl TokenCache {
             .expect("token cache poisoned")
             .get(id)
             .cloned();
+        let fresh = Duration::from_secs(TOKEN_CACHE_SECONDS);
         let known = match cached {
-            Some(known) => known,
-            None => {
+            Some(known) if known.read_at.elapsed() < fresh => known,
+            _ => {
                 let row = sqlx::query(
                     "SELECT t.secret_sha256, t.application_id, t.scope, a.name FROM tokens t \
                      JOIN applications a ON a.id = t.application_id WHERE t.id = $1 AND t.revoked = 0",
                 )
                 .bind(id)
                 .fetch_optional(&store.pool)
-                .await?
-                .ok_or(AuthError::Unknown)?;
+                .await?;
+                let Some(row) = row else {
+                    self.known.write().expect("token cache poisoned").remove(id);
+                    return Err(AuthError::Unknown);
+                };
                 let scope: String = row.try_get(2)?;
                 let known = Known {
                     secret_sha256: row.try_get(0)?,
@@ -150,6 +193,7 @@ impl TokenCache {
                         application: row.try_get(3)?,
                         scope: Scope::parse(&scope).ok_or(AuthError::Unknown)?,
                     },
+                    read_at: Instant::now(),
                 };
                 self.known
                     .write()

@@ -456,6 +456,47 @@ async fn tokens_decide_who_may_upload_and_read() {
             .unwrap();
         assert_eq!(response.status(), 403);
         assert_eq!(collector.count_runs().await, 1);
+
+        // A revoked token is refused; `list` shows it revoked, never a secret.
+        let spare = sampler_collector::tokens::create(
+            &collector.store,
+            "demo",
+            sampler_collector::tokens::Scope::Ingest,
+        )
+        .await
+        .unwrap();
+        assert!(
+            sampler_collector::tokens::revoke(&collector.store, &spare)
+                .await
+                .unwrap()
+        );
+        assert!(
+            !sampler_collector::tokens::revoke(&collector.store, &spare)
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            body(send(Some(spare.clone())).await).await,
+            (401, "unknown token\n".into())
+        );
+        let listed = sampler_collector::tokens::list(&collector.store)
+            .await
+            .unwrap();
+        let mut scopes: Vec<(&str, &str, bool)> = listed
+            .iter()
+            .map(|(_, app, scope, _, revoked)| (app.as_str(), scope.as_str(), *revoked))
+            .collect();
+        scopes.sort();
+        assert_eq!(
+            scopes,
+            [
+                ("demo", "ingest", false),
+                ("demo", "ingest", true),
+                ("demo", "read", false)
+            ]
+        );
+        let revoked = listed.iter().find(|token| token.4).unwrap();
+        assert_eq!(format!("smp_{}_", revoked.0), spare[..21]);
     }
 }
 
