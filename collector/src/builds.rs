@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use object::{Object, ObjectSection};
@@ -165,21 +165,7 @@ async fn receive_files(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Vec<Received>, Refusal> {
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .ok_or_else(|| {
-            Refusal::malformed("no `Content-Type` header: expected multipart/form-data")
-        })?;
-    let boundary = multer::parse_boundary(content_type).map_err(|_| {
-        Refusal::malformed(format!(
-            "`Content-Type: {content_type}`: expected multipart/form-data"
-        ))
-    })?;
-    let constraints = multer::Constraints::new()
-        .size_limit(multer::SizeLimit::new().whole_stream(state.limits.max_build_bytes));
-    let mut multipart =
-        multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
+    let mut multipart = crate::upload::multipart(headers, body, state.limits.max_build_bytes)?;
     let scratch = state.scratch.clone();
     tokio::fs::create_dir_all(&scratch).await.map_err(|error| {
         Refusal::unavailable(format!("cannot create {}: {error}", scratch.display()))
@@ -188,7 +174,7 @@ async fn receive_files(
     while let Some(mut field) = multipart
         .next_field()
         .await
-        .map_err(too_large_or_malformed)?
+        .map_err(crate::upload::multipart_refusal)?
     {
         let name = field
             .file_name()
@@ -203,7 +189,11 @@ async fn receive_files(
             .map_err(|error| {
                 Refusal::unavailable(format!("cannot write {}: {error}", received.path.display()))
             })?;
-        while let Some(chunk) = field.chunk().await.map_err(too_large_or_malformed)? {
+        while let Some(chunk) = field
+            .chunk()
+            .await
+            .map_err(crate::upload::multipart_refusal)?
+        {
             tokio::io::AsyncWriteExt::write_all(&mut out, &chunk)
                 .await
                 .map_err(|error| {
@@ -221,16 +211,6 @@ async fn receive_files(
         ));
     }
     Ok(files)
-}
-
-fn too_large_or_malformed(error: multer::Error) -> Refusal {
-    match error {
-        multer::Error::StreamSizeExceeded { limit }
-        | multer::Error::FieldSizeExceeded { limit, .. } => {
-            Refusal::too_large(format!("the files are over the limit of {limit} bytes"))
-        }
-        other => Refusal::malformed(format!("malformed multipart body: {other}")),
-    }
 }
 
 /// The handler.

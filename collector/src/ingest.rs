@@ -285,47 +285,267 @@ impl Writer {
         }
     }
 
+    /// Stores `runs` in one transaction. Each statement covers many runs
+    /// (`chunks`): the cost of a batch is in its round trips to the
+    /// database (for SQLite, hand-offs to sqlx's connection thread), so a
+    /// batch makes about ten of them whatever its size, not several per run.
     async fn write_batch(&mut self, runs: &[&NewRun]) -> Result<Vec<Stored>, sqlx::Error> {
         let mut tx = self.store.pool.begin().await?;
         let mut new_builds = Vec::new();
-        let mut totals = Totals::default();
-        let mut stored = Vec::with_capacity(runs.len());
+        let mut build_ids = Vec::with_capacity(runs.len());
         for run in runs {
             let key = (run.application_id, run.version.clone(), run.release.clone());
-            let build_id = match self.builds.get(&key) {
+            let id = match self.builds.get(&key) {
                 Some(&id) => id,
-                None => {
-                    let id =
-                        build_id(&mut tx, run.application_id, &run.version, &run.release).await?;
-                    new_builds.push((key, id));
-                    id
-                }
+                None => match new_builds.iter().find(|(new, _)| *new == key) {
+                    Some(&(_, id)) => id,
+                    None => {
+                        let id = build_id(&mut tx, run.application_id, &run.version, &run.release)
+                            .await?;
+                        new_builds.push((key, id));
+                        id
+                    }
+                },
             };
-            let result = insert_run(&mut tx, run, build_id).await?;
-            if !result.duplicate {
-                let outcome = run.outcome();
-                let column = outcome as usize;
-                let entry = totals
-                    .builds
-                    .entry(build_id)
-                    .or_insert([0, 0, 0, i64::MAX, i64::MIN]);
-                entry[column] += 1;
-                entry[3] = entry[3].min(run.received_ms);
-                entry[4] = entry[4].max(run.received_ms);
-                for (unit, scheme) in &run.sections {
-                    totals
-                        .sections
-                        .entry((build_id, unit.clone(), scheme.clone()))
-                        .or_default()[column] += 1;
-                }
+            build_ids.push(id);
+        }
+
+        // A report id already stored, or earlier in this batch, is a
+        // duplicate: it gets the run id stored before.
+        let mut known = stored_reports(&mut tx, runs).await?;
+        let mut stored = Vec::with_capacity(runs.len());
+        let mut new = Vec::new();
+        for (index, run) in runs.iter().enumerate() {
+            if let Some(run_id) = run.report_id.as_ref().and_then(|id| known.get(id)) {
+                stored.push(Stored {
+                    run_id: run_id.clone(),
+                    duplicate: true,
+                });
+                continue;
             }
-            stored.push(result);
+            let run_id = uuid::Uuid::now_v7().to_string();
+            if let Some(report_id) = &run.report_id {
+                known.insert(report_id.clone(), run_id.clone());
+            }
+            new.push(index);
+            stored.push(Stored {
+                run_id,
+                duplicate: false,
+            });
+        }
+
+        let mut crash_groups = HashMap::new();
+        for &index in &new {
+            if let Some(crash) = &runs[index].crash {
+                let run = runs[index];
+                let group = crate::crashes::record_group(
+                    &mut tx,
+                    run.application_id,
+                    build_ids[index],
+                    crash,
+                    run.received_ms,
+                )
+                .await?;
+                crash_groups.insert(index, group);
+            }
+        }
+        let row_ids = insert_runs(&mut tx, runs, &build_ids, &new, &stored, &crash_groups).await?;
+        insert_subreports(&mut tx, runs, &new, &row_ids).await?;
+
+        let mut totals = Totals::default();
+        for &index in &new {
+            let (run, build_id) = (runs[index], build_ids[index]);
+            let column = run.outcome() as usize;
+            let entry = totals
+                .builds
+                .entry(build_id)
+                .or_insert([0, 0, 0, i64::MAX, i64::MIN]);
+            entry[column] += 1;
+            entry[3] = entry[3].min(run.received_ms);
+            entry[4] = entry[4].max(run.received_ms);
+            for (unit, scheme) in &run.sections {
+                totals
+                    .sections
+                    .entry((build_id, unit.clone(), scheme.clone()))
+                    .or_default()[column] += 1;
+            }
         }
         write_totals(&mut tx, &totals).await?;
         tx.commit().await?;
         self.builds.extend(new_builds);
         Ok(stored)
     }
+}
+
+/// The sizes in which `n` rows are written: `max` at a time, then powers
+/// of two, so that each statement has one of a few shapes and is prepared
+/// once per connection rather than once per batch size.
+fn chunks(n: usize, max: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        let left = n - start;
+        if left == 0 {
+            return None;
+        }
+        let size = if left >= max { max } else { 1 << left.ilog2() };
+        start += size;
+        Some(start - size..start)
+    })
+}
+
+/// `($1, $2, ...), (...), ...`: `rows` rows of `columns` placeholders.
+fn placeholders(rows: usize, columns: usize) -> String {
+    let mut text = String::with_capacity(rows * columns * 5);
+    for row in 0..rows {
+        text.push_str(if row == 0 { "(" } else { ", (" });
+        for column in 0..columns {
+            if column > 0 {
+                text.push_str(", ");
+            }
+            text.push('$');
+            text.push_str(&(row * columns + column + 1).to_string());
+        }
+        text.push(')');
+    }
+    text
+}
+
+/// The run ids of the report ids of `runs` that are already stored.
+async fn stored_reports(
+    tx: &mut Transaction<'_, Any>,
+    runs: &[&NewRun],
+) -> Result<HashMap<String, String>, sqlx::Error> {
+    let report_ids: Vec<&str> = runs
+        .iter()
+        .filter_map(|run| run.report_id.as_deref())
+        .collect();
+    let mut known = HashMap::new();
+    for chunk in chunks(report_ids.len(), 256) {
+        let mut sql = String::from("SELECT report_id, run_id FROM runs WHERE report_id IN (");
+        for n in 1..=chunk.len() {
+            if n > 1 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&n.to_string());
+        }
+        sql.push(')');
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for report_id in &report_ids[chunk] {
+            query = query.bind(*report_id);
+        }
+        for row in query.fetch_all(&mut **tx).await? {
+            known.insert(row.try_get(0)?, row.try_get(1)?);
+        }
+    }
+    Ok(known)
+}
+
+/// Inserts the `new` runs (indices into `runs`) with their run ids in
+/// `stored`; returns each one's row id, by index.
+async fn insert_runs(
+    tx: &mut Transaction<'_, Any>,
+    runs: &[&NewRun],
+    build_ids: &[i64],
+    new: &[usize],
+    stored: &[Stored],
+    crash_groups: &HashMap<usize, i64>,
+) -> Result<HashMap<usize, i64>, sqlx::Error> {
+    let mut row_ids = HashMap::with_capacity(new.len());
+    for chunk in chunks(new.len(), 64) {
+        let indices = &new[chunk];
+        let sql = format!(
+            "INSERT INTO runs (run_id, report_id, application_id, build_id, received_ms, sampler_version, \
+             executable_path, instrumentor_version, build_distribution, sparsity, exit_status, exit_signal, \
+             outcome, counters, report_bytes, symbolized, backtrace_json, crash_group_id) \
+             VALUES {} RETURNING id, run_id",
+            placeholders(indices.len(), 18)
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut by_run_id = HashMap::with_capacity(indices.len());
+        for &index in indices {
+            let run = runs[index];
+            let symbolized: Option<i64> = match (&run.crash, run.symbolize_later) {
+                (Some(_), _) => Some(1),
+                (None, true) => Some(0),
+                (None, false) => None,
+            };
+            by_run_id.insert(stored[index].run_id.as_str(), index);
+            query = query
+                .bind(&stored[index].run_id)
+                .bind(&run.report_id)
+                .bind(run.application_id)
+                .bind(build_ids[index])
+                .bind(run.received_ms)
+                .bind(&run.sampler_version)
+                .bind(&run.executable_path)
+                .bind(&run.instrumentor_version)
+                .bind(&run.build_distribution)
+                .bind(run.sparsity)
+                .bind(run.exit_status)
+                .bind(run.exit_signal)
+                .bind(run.outcome().as_str())
+                .bind(run.counters.as_slice())
+                .bind(run.report_bytes)
+                .bind(symbolized)
+                .bind(run.crash.as_ref().map(|crash| crash.frames_json.as_str()))
+                .bind(crash_groups.get(&index).copied());
+        }
+        // RETURNING promises no order: rows are matched by run id.
+        for row in query.fetch_all(&mut **tx).await? {
+            let id: i64 = row.try_get(0)?;
+            let run_id: String = row.try_get(1)?;
+            let index = by_run_id.get(run_id.as_str()).ok_or_else(|| {
+                sqlx::Error::Protocol(format!("the database returned an unknown run {run_id}"))
+            })?;
+            row_ids.insert(*index, id);
+        }
+    }
+    if row_ids.len() != new.len() {
+        return Err(sqlx::Error::Protocol(format!(
+            "{} runs inserted, {} ids returned",
+            new.len(),
+            row_ids.len()
+        )));
+    }
+    Ok(row_ids)
+}
+
+/// Inserts the subreports of the `new` runs.
+async fn insert_subreports(
+    tx: &mut Transaction<'_, Any>,
+    runs: &[&NewRun],
+    new: &[usize],
+    row_ids: &HashMap<usize, i64>,
+) -> Result<(), sqlx::Error> {
+    let parts: Vec<(i64, usize, &StoredSubreport)> = new
+        .iter()
+        .flat_map(|index| {
+            let id = row_ids[index];
+            runs[*index]
+                .subreports
+                .iter()
+                .enumerate()
+                .map(move |(position, part)| (id, position, part))
+        })
+        .collect();
+    for chunk in chunks(parts.len(), 64) {
+        let sql = format!(
+            "INSERT INTO run_subreports (run_id, position, name, size, data_gz) VALUES {}",
+            placeholders(chunk.len(), 5)
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (id, position, part) in &parts[chunk] {
+            query = query
+                .bind(*id)
+                .bind(*position as i64)
+                .bind(&part.name)
+                .bind(part.size)
+                .bind(part.data_gz.as_slice());
+        }
+        query.execute(&mut **tx).await?;
+    }
+    Ok(())
 }
 
 /// The build's id, created when new.
@@ -353,79 +573,6 @@ pub async fn build_id(
         .try_get(0)
 }
 
-async fn insert_run(
-    tx: &mut Transaction<'_, Any>,
-    run: &NewRun,
-    build_id: i64,
-) -> Result<Stored, sqlx::Error> {
-    if let Some(report_id) = &run.report_id {
-        let existing = sqlx::query("SELECT run_id FROM runs WHERE report_id = $1")
-            .bind(report_id)
-            .fetch_optional(&mut **tx)
-            .await?;
-        if let Some(row) = existing {
-            return Ok(Stored {
-                run_id: row.try_get(0)?,
-                duplicate: true,
-            });
-        }
-    }
-    let crash_group_id = match &run.crash {
-        Some(crash) => Some(
-            crate::crashes::record_group(tx, run.application_id, build_id, crash, run.received_ms)
-                .await?,
-        ),
-        None => None,
-    };
-    let run_id = uuid::Uuid::now_v7().to_string();
-    let symbolized: Option<i64> = match (run.outcome(), &run.crash, run.symbolize_later) {
-        (_, Some(_), _) => Some(1),
-        (_, None, true) => Some(0),
-        _ => None,
-    };
-    let id: i64 = sqlx::query(
-        "INSERT INTO runs (run_id, report_id, application_id, build_id, received_ms, sampler_version, \
-         executable_path, instrumentor_version, build_distribution, sparsity, exit_status, exit_signal, \
-         outcome, counters, report_bytes, symbolized, backtrace_json, crash_group_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id",
-    )
-    .bind(&run_id)
-    .bind(&run.report_id)
-    .bind(run.application_id)
-    .bind(build_id)
-    .bind(run.received_ms)
-    .bind(&run.sampler_version)
-    .bind(&run.executable_path)
-    .bind(&run.instrumentor_version)
-    .bind(&run.build_distribution)
-    .bind(run.sparsity)
-    .bind(run.exit_status)
-    .bind(run.exit_signal)
-    .bind(run.outcome().as_str())
-    .bind(run.counters.as_slice())
-    .bind(run.report_bytes)
-    .bind(symbolized)
-    .bind(run.crash.as_ref().map(|crash| crash.frames_json.as_str()))
-    .bind(crash_group_id)
-    .fetch_one(&mut **tx)
-    .await?
-    .try_get(0)?;
-    for (position, part) in run.subreports.iter().enumerate() {
-        sqlx::query("INSERT INTO run_subreports (run_id, position, name, size, data_gz) VALUES ($1, $2, $3, $4, $5)")
-            .bind(id)
-            .bind(position as i64)
-            .bind(&part.name)
-            .bind(part.size)
-            .bind(part.data_gz.as_slice())
-            .execute(&mut **tx)
-            .await?;
-    }
-    Ok(Stored {
-        run_id,
-        duplicate: false,
-    })
-}
-
 async fn write_totals(tx: &mut Transaction<'_, Any>, totals: &Totals) -> Result<(), sqlx::Error> {
     for (build_id, [success, error, crash, first, last]) in &totals.builds {
         sqlx::query(
@@ -444,22 +591,57 @@ async fn write_totals(tx: &mut Transaction<'_, Any>, totals: &Totals) -> Result<
         .execute(&mut **tx)
         .await?;
     }
-    for ((build_id, unit, scheme), [success, error, crash]) in &totals.sections {
-        sqlx::query(
+    let sections: Vec<_> = totals.sections.iter().collect();
+    for chunk in chunks(sections.len(), 64) {
+        let sql = format!(
             "INSERT INTO build_section_totals (build_id, unit_signature, scheme, runs_success, runs_error, runs_crash) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (build_id, unit_signature, scheme) DO UPDATE SET \
+             VALUES {} ON CONFLICT (build_id, unit_signature, scheme) DO UPDATE SET \
              runs_success = build_section_totals.runs_success + excluded.runs_success, \
              runs_error = build_section_totals.runs_error + excluded.runs_error, \
              runs_crash = build_section_totals.runs_crash + excluded.runs_crash",
-        )
-        .bind(build_id)
-        .bind(unit)
-        .bind(scheme)
-        .bind(success)
-        .bind(error)
-        .bind(crash)
-        .execute(&mut **tx)
-        .await?;
+            placeholders(chunk.len(), 6)
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for ((build_id, unit, scheme), [success, error, crash]) in &sections[chunk] {
+            query = query
+                .bind(*build_id)
+                .bind(unit.as_str())
+                .bind(scheme.as_str())
+                .bind(*success)
+                .bind(*error)
+                .bind(*crash);
+        }
+        query.execute(&mut **tx).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_row_once_in_few_shapes() {
+        let sizes = |n| chunks(n, 64).map(|range| range.len()).collect::<Vec<_>>();
+        assert_eq!(sizes(0), Vec::<usize>::new());
+        assert_eq!(sizes(1), [1]);
+        assert_eq!(sizes(14), [8, 4, 2]);
+        assert_eq!(sizes(64), [64]);
+        assert_eq!(sizes(150), [64, 64, 16, 4, 2]);
+        for n in 0..300 {
+            let mut next = 0;
+            for range in chunks(n, 64) {
+                assert_eq!(range.start, next);
+                assert!(range.len().is_power_of_two() && range.len() <= 64);
+                next = range.end;
+            }
+            assert_eq!(next, n);
+        }
+    }
+
+    #[test]
+    fn placeholders_number_rows_in_order() {
+        assert_eq!(placeholders(1, 2), "($1, $2)");
+        assert_eq!(placeholders(2, 3), "($1, $2, $3), ($4, $5, $6)");
+    }
 }

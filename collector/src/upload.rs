@@ -343,7 +343,8 @@ fn valid_part_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-fn multipart_refusal(error: multer::Error) -> Refusal {
+/// 413 for a body over its limit, 400 for anything else multer refuses.
+pub fn multipart_refusal(error: multer::Error) -> Refusal {
     match error {
         multer::Error::StreamSizeExceeded { limit }
         | multer::Error::FieldSizeExceeded { limit, .. } => {
@@ -353,11 +354,13 @@ fn multipart_refusal(error: multer::Error) -> Refusal {
     }
 }
 
-async fn read_parts(
-    state: &AppState,
+/// The multipart reader of a request's body, refusing more than `limit`
+/// bytes as sent.
+pub fn multipart(
     headers: &HeaderMap,
     body: Body,
-) -> Result<Vec<Part>, Refusal> {
+    limit: u64,
+) -> Result<multer::Multipart<'static>, Refusal> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -369,11 +372,22 @@ async fn read_parts(
             "`Content-Type: {content_type}`: expected multipart/form-data with a boundary"
         ))
     })?;
+    let constraints =
+        multer::Constraints::new().size_limit(multer::SizeLimit::new().whole_stream(limit));
+    Ok(multer::Multipart::with_constraints(
+        body.into_data_stream(),
+        boundary,
+        constraints,
+    ))
+}
+
+async fn read_parts(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Vec<Part>, Refusal> {
     let limits = &state.limits;
-    let constraints = multer::Constraints::new()
-        .size_limit(multer::SizeLimit::new().whole_stream(limits.max_upload_bytes as u64));
-    let mut multipart =
-        multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
+    let mut multipart = multipart(headers, body, limits.max_upload_bytes as u64)?;
     let mut parts: Vec<Part> = Vec::new();
     let mut budget = limits.max_report_bytes;
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_refusal)? {

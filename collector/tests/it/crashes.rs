@@ -154,15 +154,7 @@ async fn upload(collector: &Collector, parts: &[(String, String)]) -> String {
         ("Sampler-Exit-Signal", "11".to_owned()),
         ("Sampler-Sparsity", "1".to_owned()),
     ];
-    let response = collector
-        .post(
-            "/upload",
-            Some(&collector.ingest),
-            &headers,
-            &upload.content_type(),
-            upload.body,
-        )
-        .await;
+    let response = collector.send(&upload, &headers).await;
     assert_eq!(response.status(), 200);
     response.text().await.unwrap()
 }

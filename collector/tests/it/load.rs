@@ -443,15 +443,7 @@ impl ServerProcess {
 
     /// Its resident memory (`VmRSS`), in KiB.
     pub(crate) fn rss_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).ok()?;
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()
+        rss_kib(self.pid)
     }
 
     /// Its CPU time so far, user and system, in clock ticks.
@@ -467,6 +459,19 @@ impl Drop for ServerProcess {
             let _ = child.wait();
         }
     }
+}
+
+/// The resident memory (`VmRSS`) of process `pid`, in KiB.
+pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// User plus system CPU time of the process whose `stat` file is `path`,

@@ -227,6 +227,22 @@ impl Collector {
         request.send().await.unwrap()
     }
 
+    /// POSTs `upload` to `/upload` with the ingest token and `headers`.
+    pub async fn send(
+        &self,
+        upload: &OriginalUpload,
+        headers: &[(&str, String)],
+    ) -> reqwest::Response {
+        self.post(
+            "/upload",
+            Some(&self.ingest),
+            headers,
+            &upload.content_type(),
+            upload.body.clone(),
+        )
+        .await
+    }
+
     /// Uploads `parts` as the original would, with the ingest token.
     pub async fn upload(
         &self,

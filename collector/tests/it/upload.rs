@@ -123,15 +123,7 @@ async fn the_cgi_path_and_the_same_report_id_twice_store_one_run() {
             .to_str()
             .unwrap()
             .to_owned();
-        let second = collector
-            .post(
-                "/upload",
-                Some(&collector.ingest),
-                &headers,
-                &upload.content_type(),
-                upload.body,
-            )
-            .await;
+        let second = collector.send(&upload, &headers).await;
         assert_eq!(second.status(), 200);
         assert_eq!(
             second.headers()["sampler-unique-id"].to_str().unwrap(),
@@ -305,18 +297,7 @@ async fn oversized_uploads_and_gzip_bombs_get_413() {
         let bomb = vec![0u8; 16 << 20];
         let upload = OriginalUpload::new(&[("samples", &bomb)]);
         assert!(upload.body.len() < 64 << 10);
-        let (status, message) = body(
-            collector
-                .post(
-                    "/upload",
-                    Some(&collector.ingest),
-                    &[],
-                    &upload.content_type(),
-                    upload.body,
-                )
-                .await,
-        )
-        .await;
+        let (status, message) = body(collector.send(&upload, &[]).await).await;
         assert_eq!(
             (status, message.as_str()),
             (
@@ -341,18 +322,7 @@ async fn oversized_uploads_and_gzip_bombs_get_413() {
             "the body's {} bytes are over the limit of 65536 bytes\n",
             upload.body.len()
         );
-        let (status, message) = body(
-            collector
-                .post(
-                    "/upload",
-                    Some(&collector.ingest),
-                    &[],
-                    &upload.content_type(),
-                    upload.body,
-                )
-                .await,
-        )
-        .await;
+        let (status, message) = body(collector.send(&upload, &[]).await).await;
         assert_eq!((status, message), (413, expected));
         assert_eq!(collector.count_runs().await, 0);
     }
@@ -410,15 +380,7 @@ async fn tokens_decide_who_may_upload_and_read() {
         );
         // Another application's name with this token.
         let headers = vec![("Sampler-Application-Name", "other".to_owned())];
-        let response = collector
-            .post(
-                "/upload",
-                Some(&collector.ingest),
-                &headers,
-                &upload.content_type(),
-                upload.body.clone(),
-            )
-            .await;
+        let response = collector.send(&upload, &headers).await;
         assert_eq!(
             body(response).await,
             (
@@ -533,15 +495,7 @@ async fn a_full_queue_gets_503_and_the_queued_runs_are_stored() {
         waiting.push(tokio::spawn(request.send()));
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     }
-    let refused = collector
-        .post(
-            "/upload",
-            Some(&collector.ingest),
-            &[],
-            &upload.content_type(),
-            upload.body.clone(),
-        )
-        .await;
+    let refused = collector.send(&upload, &[]).await;
     assert_eq!(refused.status(), 503);
     assert_eq!(refused.headers()["retry-after"], "1");
     assert_eq!(refused.text().await.unwrap(), "the ingest queue is full\n");
