@@ -112,7 +112,8 @@ enum Accumulator {
     Counters {
         arity: usize,
         n_sites: usize,
-        values: BTreeMap<u32, Vec<u64>>,
+        /// In site order.
+        values: Vec<(u32, Vec<u64>)>,
     },
     Bounds {
         n_sites: usize,
@@ -128,6 +129,12 @@ impl RunSamples {
         let mut reader = ReportReader::new(text);
         let mut sections: BTreeMap<SectionKey, Accumulator> = BTreeMap::new();
         let mut open: Option<(SectionKey, usize, bool, Option<usize>)> = None;
+        // The open section's non-zero counter rows, in site order, merged
+        // into its key's accumulator when it closes; `checked` once the
+        // first one was found to agree with the key's earlier sections
+        // (the reader holds every row of a section to one arity).
+        let mut pending: Vec<(u32, Vec<u64>)> = Vec::new();
+        let mut checked = false;
         loop {
             let line = reader.line_number() + 1;
             let Some(event) = reader.next_event()? else {
@@ -139,37 +146,35 @@ impl RunSamples {
                 ReportEvent::ReportStart { .. } | ReportEvent::Line(_) => {
                     return Err(SamplesError::NotSamples { line });
                 }
-                ReportEvent::SamplesStart(key) => open = Some((key, 0, false, None)),
+                ReportEvent::SamplesStart(key) => {
+                    open = Some((key, 0, false, None));
+                    pending.clear();
+                    checked = false;
+                }
                 ReportEvent::Counters(values) => {
                     let (key, row, _, arity) = open.as_mut().expect("the reader opened a section");
                     let site = site_index(key, *row, line)?;
                     *row += 1;
                     *arity = Some(values.len());
                     if values.iter().any(|&v| v != 0) {
-                        let entry =
-                            sections
-                                .entry(key.clone())
-                                .or_insert_with(|| Accumulator::Counters {
+                        if !checked {
+                            let entry = sections.entry(key.clone()).or_insert_with(|| {
+                                Accumulator::Counters {
                                     arity: values.len(),
                                     n_sites: 0,
-                                    values: BTreeMap::new(),
-                                });
-                        match entry {
-                            Accumulator::Counters {
-                                arity,
-                                values: stored,
-                                ..
-                            } if *arity == values.len() => {
-                                let sums =
-                                    stored.entry(site).or_insert_with(|| vec![0; values.len()]);
-                                for (sum, value) in sums.iter_mut().zip(values) {
-                                    *sum = sum.saturating_add(*value);
+                                    values: Vec::new(),
+                                }
+                            });
+                            match entry {
+                                Accumulator::Counters { arity, .. } if *arity == values.len() => {
+                                    checked = true;
+                                }
+                                other => {
+                                    return Err(inconsistent(key, line, other, Some(values.len())));
                                 }
                             }
-                            other => {
-                                return Err(inconsistent(key, line, other, Some(values.len())));
-                            }
                         }
+                        pending.push((site, values.to_vec()));
                     }
                 }
                 ReportEvent::Bounds { min, max } => {
@@ -209,7 +214,7 @@ impl RunSamples {
                         Some(arity) if !bounds => Accumulator::Counters {
                             arity,
                             n_sites: n_rows,
-                            values: BTreeMap::new(),
+                            values: Vec::new(),
                         },
                         _ if bounds => Accumulator::Bounds {
                             n_sites: n_rows,
@@ -223,7 +228,7 @@ impl RunSamples {
                                 _ => 0,
                             },
                             n_sites: n_rows,
-                            values: BTreeMap::new(),
+                            values: Vec::new(),
                         },
                     });
                     let stored_n_sites = match entry {
@@ -239,6 +244,9 @@ impl RunSamples {
                             found: format!("{n_rows} sites"),
                             expected: format!("{stored_n_sites} sites"),
                         });
+                    }
+                    if let Accumulator::Counters { values, .. } = entry {
+                        merge(values, std::mem::take(&mut pending));
                     }
                 }
                 ReportEvent::TimestampsStart { .. }
@@ -258,7 +266,7 @@ impl RunSamples {
                     n_sites: n_sites as u32,
                     rows: Rows::Counters {
                         arity: arity as u32,
-                        rows: values.into_iter().collect(),
+                        rows: values,
                     },
                 },
                 Accumulator::Bounds { n_sites, values } => SectionSamples {
@@ -391,6 +399,39 @@ impl RunSamples {
             });
         }
         Ok(Self { sections })
+    }
+}
+
+/// Adds `rows` to `stored`, both in site order, summing (saturated) the
+/// counters of a site in both.
+fn merge(stored: &mut Vec<(u32, Vec<u64>)>, rows: Vec<(u32, Vec<u64>)>) {
+    if stored.is_empty() {
+        *stored = rows;
+        return;
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let old = std::mem::take(stored);
+    stored.reserve(old.len() + rows.len());
+    let (mut old, mut rows) = (old.into_iter().peekable(), rows.into_iter().peekable());
+    loop {
+        let next = match (old.peek(), rows.peek()) {
+            (Some((a, _)), Some((b, _))) if a < b => old.next(),
+            (Some((a, _)), Some((b, _))) if a > b => rows.next(),
+            (Some(_), Some(_)) => {
+                let (site, mut sums) = old.next().expect("peeked");
+                let (_, values) = rows.next().expect("peeked");
+                for (sum, value) in sums.iter_mut().zip(values) {
+                    *sum = sum.saturating_add(value);
+                }
+                Some((site, sums))
+            }
+            (Some(_), None) => old.next(),
+            (None, Some(_)) => rows.next(),
+            (None, None) => break,
+        };
+        stored.extend(next);
     }
 }
 
