@@ -46,6 +46,10 @@ pub struct AppState {
     pub shutting_down: Arc<AtomicBool>,
     /// Where received build files wait while they are read.
     pub scratch: PathBuf,
+    /// Reports checked at once (one per core): the uploads beyond wait
+    /// here instead of as runnable threads, which would delay the writer,
+    /// the one task every upload waits for, on each of its turns.
+    pub checks: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -166,6 +170,9 @@ pub async fn start(
         debug: DebugCache::new(limits.debug_cache),
         shutting_down: Arc::default(),
         scratch,
+        checks: Arc::new(tokio::sync::Semaphore::new(
+            std::thread::available_parallelism().map_or(1, usize::from),
+        )),
         limits: Arc::new(limits),
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);

@@ -192,9 +192,16 @@ async fn receive(
         )));
     }
     let parts = read_parts(state, headers, body).await?;
-    let run = tokio::task::spawn_blocking(move || check_report(fields, parts))
-        .await
-        .map_err(|error| Refusal::unavailable(format!("the report check failed: {error}")))??;
+    let run = {
+        let _turn = state
+            .checks
+            .acquire()
+            .await
+            .map_err(|_| Refusal::from(IngestError::ShuttingDown))?;
+        tokio::task::spawn_blocking(move || check_report(fields, parts))
+            .await
+            .map_err(|error| Refusal::unavailable(format!("the report check failed: {error}")))??
+    };
     let run = symbolize(state, run).await?;
     let stored = state.ingest.store(run).await?;
     Ok((stored.run_id, stored.duplicate))
