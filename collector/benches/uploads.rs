@@ -535,7 +535,11 @@ async fn run(args: Args) {
         );
     }
     database.remove(args.keep).await;
-    let _ = std::fs::remove_file(&log);
+    if args.keep {
+        eprintln!("kept the server's log {}", log.display());
+    } else {
+        let _ = std::fs::remove_file(&log);
+    }
     if !errors.is_empty() || runs as usize != args.uploads {
         std::process::exit(1);
     }
