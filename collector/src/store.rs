@@ -148,6 +148,37 @@ impl Store {
         }
     }
 
+    /// Opens an existing database for reading only (the analysis): no
+    /// migrations, and SQLite opened read-only, so a running collector's
+    /// writes are never blocked or touched.
+    pub async fn open_read_only(target: &DatabaseTarget) -> anyhow::Result<Self> {
+        sqlx::any::install_default_drivers();
+        let (url, backend) = match target {
+            DatabaseTarget::SqliteDir(dir) => {
+                let path = dir.join(SQLITE_FILE);
+                if !path.exists() {
+                    anyhow::bail!(
+                        "{}: no collector database here (is --data the collector's data directory?)",
+                        path.display()
+                    );
+                }
+                (
+                    format!("sqlite://{}?mode=ro", path.display()),
+                    Backend::Sqlite,
+                )
+            }
+            DatabaseTarget::Postgres(url) => (url.clone(), Backend::Postgres),
+        };
+        let options = AnyConnectOptions::from_str(&url)?.disable_statement_logging();
+        let pool = AnyPoolOptions::new()
+            .max_connections(2)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await
+            .map_err(|error| anyhow::anyhow!("cannot open {}: {error}", target.describe()))?;
+        Ok(Self { pool, backend })
+    }
+
     /// The application's id, created when new.
     pub async fn ensure_application(&self, name: &str) -> Result<i64, sqlx::Error> {
         sqlx::query("INSERT INTO applications (name, created_ms) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")

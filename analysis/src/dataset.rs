@@ -1,0 +1,174 @@
+//! Runs turned into per-predicate bitmaps, with sites merged across builds.
+//!
+//! Site tables arrive first (one per unit and scheme); every site line is
+//! mapped to a *merged site*, identified by scheme, file, line, function
+//! and the scheme's fields, so the same source site in two builds of an
+//! application is one site. Runs are then added in order, each numbered;
+//! only the non-zero rows of a run's samples are visited.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use roaring::RoaringBitmap;
+use sampler_formats::{SampleKind, SchemeName, SectionKey, SiteTableReader};
+
+use crate::predicates::{PredicateShape, holds, shapes};
+use crate::ranking::Observations;
+
+/// A merged site: where it is and what it says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Site {
+    /// The scheme.
+    pub scheme: String,
+    /// The source file.
+    pub file: String,
+    /// The line.
+    pub line: u32,
+    /// The function.
+    pub function: String,
+    /// The scheme's own fields (predicate text, callee, operands, ...).
+    pub fields: Vec<String>,
+}
+
+/// One predicate: its site and shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Predicate {
+    /// Index into [`Dataset::sites`].
+    pub site: usize,
+    /// Which slots make it true, and how it is written.
+    pub shape: PredicateShape,
+}
+
+impl Predicate {
+    /// The predicate as C text.
+    pub fn text(&self, sites: &[Site]) -> String {
+        let site = &sites[self.site];
+        let fields: Vec<&str> = site.fields.iter().map(String::as_str).collect();
+        self.shape.text.render(&fields, &site.function)
+    }
+}
+
+/// Everything the ranking reads.
+#[derive(Debug, Default)]
+pub struct Dataset {
+    /// Merged sites.
+    pub sites: Vec<Site>,
+    /// Predicates, those of one site contiguous.
+    pub predicates: Vec<Predicate>,
+    /// Per predicate, where it was observed and held.
+    pub observations: Vec<Observations>,
+    /// Every run added.
+    pub runs: RoaringBitmap,
+    /// The runs that failed.
+    pub failing: RoaringBitmap,
+    /// Sections of runs with no site table (their build not registered).
+    pub unresolved_sections: u64,
+    site_index: HashMap<Site, usize>,
+    site_predicates: Vec<Range<usize>>,
+    tables: HashMap<SectionKey, Vec<usize>>,
+}
+
+impl Dataset {
+    /// An empty dataset.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds the site tables in `text` (one or more `<sites>` sections).
+    pub fn add_site_tables(&mut self, text: &str) -> Result<(), sampler_formats::ReadError> {
+        let mut reader = SiteTableReader::new(text.as_bytes());
+        while let Some(section) = reader.next_section()? {
+            let scheme = section.key.scheme.as_str().to_owned();
+            let ids = section
+                .sites
+                .iter()
+                .map(|site| {
+                    let line = site.to_string();
+                    self.merged(Site {
+                        scheme: scheme.clone(),
+                        file: site.file.to_string(),
+                        line: site.line,
+                        function: site.function.to_string(),
+                        fields: line.split('\t').skip(4).map(str::to_owned).collect(),
+                    })
+                })
+                .collect();
+            self.tables.insert(section.key, ids);
+        }
+        Ok(())
+    }
+
+    fn merged(&mut self, site: Site) -> usize {
+        if let Some(&id) = self.site_index.get(&site) {
+            return id;
+        }
+        let id = self.sites.len();
+        // Unknown schemes have no known arity until a run shows one: they
+        // get no predicates.
+        let arity = match site
+            .scheme
+            .parse::<SchemeName>()
+            .ok()
+            .and_then(|name| name.sample_kind())
+        {
+            Some(SampleKind::Counters(arity)) => arity,
+            _ => 0,
+        };
+        let start = self.predicates.len();
+        for shape in shapes(&site.scheme, arity) {
+            self.predicates.push(Predicate { site: id, shape });
+            self.observations.push(Observations::default());
+        }
+        self.site_predicates.push(start..self.predicates.len());
+        self.site_index.insert(site.clone(), id);
+        self.sites.push(site);
+        id
+    }
+
+    /// Whether a table for `key` was added.
+    pub fn has_table(&self, key: &SectionKey) -> bool {
+        self.tables.contains_key(key)
+    }
+
+    /// Adds run number `run` (numbers must increase), which failed or not
+    /// (`None`: neither, left out of the analysis), with its non-zero rows:
+    /// `rows(key)` gives each section's (site index, counters).
+    pub fn add_run<'a>(
+        &mut self,
+        run: u32,
+        failed: Option<bool>,
+        sections: impl IntoIterator<
+            Item = (
+                &'a SectionKey,
+                Box<dyn Iterator<Item = (u32, &'a [u64])> + 'a>,
+            ),
+        >,
+    ) {
+        let Some(failed) = failed else { return };
+        self.runs.insert(run);
+        if failed {
+            self.failing.insert(run);
+        }
+        for (key, rows) in sections {
+            let Some(table) = self.tables.get(key) else {
+                self.unresolved_sections += 1;
+                continue;
+            };
+            for (site, counters) in rows {
+                let Some(&merged) = table.get(site as usize) else {
+                    continue;
+                };
+                if counters.iter().all(|&count| count == 0) {
+                    continue;
+                }
+                for predicate in self.site_predicates[merged].clone() {
+                    let observations = &mut self.observations[predicate];
+                    observations.observed.insert(run);
+                    if holds(self.predicates[predicate].shape.slots, counters) {
+                        observations.held.insert(run);
+                    }
+                }
+            }
+        }
+    }
+}

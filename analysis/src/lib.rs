@@ -1,0 +1,17 @@
+//! Statistical bug isolation: which predicates predict failure.
+//!
+//! - [`scores`]: Failure, Context, Increase and its lower bound, the
+//!   paper's Importance, the reference code's harmonic mean, and the
+//!   spectrum-based Ochiai, Tarantula and DStar, for one predicate;
+//! - [`predicates`]: which predicates each scheme's sites have, when they
+//!   hold, and their C text;
+//! - [`ranking`]: the ranking of retained predicates and the iterative
+//!   redundancy elimination, over per-predicate bitmaps of runs.
+
+#![forbid(unsafe_code)]
+
+pub mod collector_db;
+pub mod dataset;
+pub mod predicates;
+pub mod ranking;
+pub mod scores;

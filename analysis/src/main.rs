@@ -1,0 +1,389 @@
+//! `sampler-analyze`: the predicates that predict failure, from a
+//! collector's database.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+use sampler_analysis::collector_db::{self, FailureRule};
+use sampler_analysis::dataset::Dataset;
+use sampler_analysis::ranking::{Analysis, Ranked, analyse};
+use sampler_analysis::scores::{Ranking, z_of_confidence};
+use sampler_collector::store::{DatabaseTarget, Store};
+use serde_json::{Value, json};
+
+/// Ranks the predicates that predict failure in the runs a collector
+/// stored: the elimination list first (each predicate with the failing
+/// runs it explains), then the full ranking.
+#[derive(Debug, Parser)]
+#[command(name = "sampler-analyze", version)]
+struct Cli {
+    /// The collector's data directory (its SQLite database is opened
+    /// read-only).
+    #[arg(long, default_value = "./sampler-data", value_name = "DIR")]
+    data: PathBuf,
+
+    /// A PostgreSQL collector database instead (`postgres://...`).
+    #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    database: Option<String>,
+
+    /// The application.
+    #[arg(long, value_name = "NAME")]
+    app: String,
+
+    /// Count non-zero exit statuses as failures too (by default only
+    /// deaths by a signal are).
+    #[arg(long)]
+    fail_on_exit: bool,
+
+    /// Count these exit statuses as failures (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    fail_on_status: Vec<i64>,
+
+    /// Only the runs of this crash group fail (its predictors); runs that
+    /// failed otherwise are left out.
+    #[arg(long, value_name = "ID")]
+    crash_group: Option<i64>,
+
+    /// The score that orders predicates.
+    #[arg(long, value_enum, default_value_t = Score::Harmonic)]
+    rank_by: Score,
+
+    /// Confidence level of Increase's lower bound, in percent.
+    #[arg(long, default_value_t = 95.0, value_name = "PERCENT")]
+    confidence: f64,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+
+    /// Rows of the full ranking shown in the table (all in JSON and CSV).
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    top: usize,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Score {
+    /// The reference code's harmonic mean of Increase's lower bound and
+    /// log-recall (default).
+    Harmonic,
+    /// The paper's Importance (Increase instead of its lower bound).
+    Importance,
+    /// Ochiai.
+    Ochiai,
+    /// Tarantula.
+    Tarantula,
+    /// DStar (exponent 2).
+    Dstar,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Format {
+    /// A table for terminals.
+    Table,
+    /// JSON: the elimination list in order, then the full ranking.
+    Json,
+    /// CSV: the full ranking, with each predicate's place in the elimination.
+    Csv,
+}
+
+fn source_line(
+    file: &str,
+    line: u32,
+    cache: &mut HashMap<String, Option<Vec<String>>>,
+) -> Option<String> {
+    let lines = cache.entry(file.to_owned()).or_insert_with(|| {
+        std::fs::read_to_string(file)
+            .ok()
+            .map(|text| text.lines().map(str::to_owned).collect())
+    });
+    lines
+        .as_ref()?
+        .get((line as usize).checked_sub(1)?)
+        .map(|text| text.trim().to_owned())
+}
+
+fn entry(
+    dataset: &Dataset,
+    ranked: &Ranked,
+    sources: &mut HashMap<String, Option<Vec<String>>>,
+) -> Value {
+    let predicate = &dataset.predicates[ranked.predicate];
+    let site = &dataset.sites[predicate.site];
+    let scores = &ranked.scores;
+    let counts = &ranked.counts;
+    json!({
+        "file": site.file,
+        "line": site.line,
+        "function": site.function,
+        "scheme": site.scheme,
+        "predicate": predicate.text(&dataset.sites),
+        "source": source_line(&site.file, site.line, sources),
+        "failure": scores.failure,
+        "context": scores.context,
+        "increase": scores.increase,
+        "lower_bound": scores.lower_bound,
+        "importance": scores.importance,
+        "harmonic": scores.harmonic_lower_bound,
+        "ochiai": scores.ochiai,
+        "tarantula": scores.tarantula,
+        "dstar": scores.dstar,
+        "f": counts.f_true,
+        "s": counts.s_true,
+        "f_observed": counts.f_observed,
+        "s_observed": counts.s_observed,
+    })
+}
+
+fn report(dataset: &Dataset, analysis: &Analysis) -> Value {
+    let mut sources = HashMap::new();
+    let elimination: Vec<Value> = analysis
+        .elimination
+        .iter()
+        .map(|chosen| {
+            let mut value = entry(dataset, &chosen.ranked, &mut sources);
+            value["explains"] = json!(chosen.explains);
+            value["failing_left"] = json!(chosen.failing_left);
+            value
+        })
+        .collect();
+    let ranking: Vec<Value> = analysis
+        .ranking
+        .iter()
+        .map(|ranked| entry(dataset, ranked, &mut sources))
+        .collect();
+    json!({
+        "runs": { "failing": analysis.totals.failing, "successful": analysis.totals.successful },
+        "predicates": dataset.predicates.len(),
+        "unresolved_sections": dataset.unresolved_sections,
+        "elimination": elimination,
+        "ranking": ranking,
+    })
+}
+
+fn print_table(out: &mut impl Write, report: &Value, top: usize) -> std::io::Result<()> {
+    let width = console::Term::stdout()
+        .size_checked()
+        .map_or(120, |(_, columns)| usize::from(columns));
+    let bold = console::Style::new().bold();
+    let dim = console::Style::new().dim();
+    writeln!(
+        out,
+        "{} failing and {} successful runs; {} predicates.",
+        report["runs"]["failing"], report["runs"]["successful"], report["predicates"]
+    )?;
+    if report["unresolved_sections"].as_u64().unwrap_or(0) > 0 {
+        writeln!(
+            out,
+            "{}",
+            dim.apply_to(format!(
+                "{} sections of runs had no site table (register their builds with `sampler-collector build add`).",
+                report["unresolved_sections"]
+            ))
+        )?;
+    }
+    let row = |out: &mut dyn Write,
+               index: String,
+               entry: &Value,
+               extra: String|
+     -> std::io::Result<()> {
+        let location = format!(
+            "{}:{}",
+            entry["file"]
+                .as_str()
+                .unwrap_or("?")
+                .rsplit('/')
+                .next()
+                .unwrap_or("?"),
+            entry["line"]
+        );
+        let mut line = format!(
+            "{index:>3} {location:<22} {:<18} {:<32} hl {:.3}  inc {:.3}  lb {:.3}  ctx {:.3}  F {:>5}  S {:>5}{extra}",
+            entry["function"].as_str().unwrap_or("?"),
+            entry["predicate"].as_str().unwrap_or("?"),
+            entry["harmonic"].as_f64().unwrap_or(0.0),
+            entry["increase"].as_f64().unwrap_or(0.0),
+            entry["lower_bound"].as_f64().unwrap_or(0.0),
+            entry["context"].as_f64().unwrap_or(0.0),
+            entry["f"],
+            entry["s"],
+        );
+        if line.chars().count() > width {
+            line = line
+                .chars()
+                .take(width.saturating_sub(1))
+                .collect::<String>()
+                + "…";
+        }
+        writeln!(out, "{line}")?;
+        if let Some(source) = entry["source"].as_str() {
+            let source: String = source.chars().take(width.saturating_sub(8)).collect();
+            writeln!(out, "{}", dim.apply_to(format!("      | {source}")))?;
+        }
+        Ok(())
+    };
+    writeln!(
+        out,
+        "\n{}",
+        bold.apply_to("Predictors after redundancy elimination")
+    )?;
+    let elimination = report["elimination"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if elimination.is_empty() {
+        writeln!(
+            out,
+            "  none: no predicate is retained (lower bound of Increase > 0, true in at least 10 runs)"
+        )?;
+    }
+    for (index, entry) in elimination.iter().enumerate() {
+        let extra = format!(
+            "  explains {} failing, {} left",
+            entry["explains"], entry["failing_left"]
+        );
+        row(out, format!("{}.", index + 1), entry, extra)?;
+    }
+    let ranking = report["ranking"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "\n{}",
+        bold.apply_to(format!(
+            "All retained predicates ({}), best first",
+            ranking.len()
+        ))
+    )?;
+    for (index, entry) in ranking.iter().take(top).enumerate() {
+        row(out, format!("{}.", index + 1), entry, String::new())?;
+    }
+    Ok(())
+}
+
+fn print_csv(out: impl Write, report: &Value) -> anyhow::Result<()> {
+    let mut writer = csv::Writer::from_writer(out);
+    let columns = [
+        "file",
+        "line",
+        "function",
+        "scheme",
+        "predicate",
+        "failure",
+        "context",
+        "increase",
+        "lower_bound",
+        "importance",
+        "harmonic",
+        "ochiai",
+        "tarantula",
+        "dstar",
+        "f",
+        "s",
+        "f_observed",
+        "s_observed",
+    ];
+    let mut header: Vec<&str> = vec!["rank", "eliminated"];
+    header.extend(columns);
+    writer.write_record(&header)?;
+    let chosen: Vec<(&str, u64, &str)> = report["elimination"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                e["file"].as_str().unwrap_or(""),
+                e["line"].as_u64().unwrap_or(0),
+                e["predicate"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    for (index, entry) in report["ranking"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let key = (
+            entry["file"].as_str().unwrap_or(""),
+            entry["line"].as_u64().unwrap_or(0),
+            entry["predicate"].as_str().unwrap_or(""),
+        );
+        let eliminated = chosen
+            .iter()
+            .position(|c| *c == key)
+            .map_or(String::new(), |i| (i + 1).to_string());
+        let mut record = vec![(index + 1).to_string(), eliminated];
+        record.extend(columns.iter().map(|column| match &entry[*column] {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        }));
+        writer.write_record(&record)?;
+    }
+    writer.flush()?;
+    Ok(())
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let z = z_of_confidence(cli.confidence)?;
+    let target = DatabaseTarget::choose(&cli.data, cli.database.as_deref())?;
+    let store = Store::open_read_only(&target).await?;
+    let rule = FailureRule {
+        nonzero_exit: cli.fail_on_exit,
+        statuses: cli.fail_on_status,
+        crash_group: cli.crash_group,
+    };
+    let bar = indicatif::ProgressBar::new(0).with_style(
+        indicatif::ProgressStyle::with_template("{msg} {wide_bar} {pos}/{len} runs ({per_sec})")
+            .expect("a valid template"),
+    );
+    bar.set_message("reading");
+    let dataset = collector_db::load(&store, &cli.app, &rule, |done, total| {
+        bar.set_length(total);
+        bar.set_position(done);
+    })
+    .await?;
+    bar.finish_and_clear();
+    let ranking = match cli.rank_by {
+        Score::Harmonic => Ranking::HarmonicLowerBound,
+        Score::Importance => Ranking::Importance,
+        Score::Ochiai => Ranking::Ochiai,
+        Score::Tarantula => Ranking::Tarantula,
+        Score::Dstar => Ranking::DStar,
+    };
+    let analysis = analyse(
+        &dataset.observations,
+        &dataset.runs,
+        &dataset.failing,
+        ranking,
+        z,
+    );
+    let report = report(&dataset, &analysis);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match cli.format {
+        Format::Table => print_table(&mut out, &report, cli.top)?,
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
+        Format::Csv => print_csv(&mut out, &report)?,
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if sampler_extract::cli::is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("sampler-analyze: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
