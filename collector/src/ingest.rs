@@ -377,20 +377,14 @@ impl Writer {
     }
 }
 
-/// The sizes in which `n` rows are written: `max` at a time, then powers
-/// of two, so that each statement has one of a few shapes and is prepared
-/// once per connection rather than once per batch size.
+/// The rows of each statement when `n` rows are written, at most `max`
+/// to a statement: one statement for a batch of up to `max`, since every
+/// statement is a round trip. (Each size is prepared once per connection
+/// and kept in sqlx's statement cache.)
 fn chunks(n: usize, max: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
-    let mut start = 0;
-    std::iter::from_fn(move || {
-        let left = n - start;
-        if left == 0 {
-            return None;
-        }
-        let size = if left >= max { max } else { 1 << left.ilog2() };
-        start += size;
-        Some(start - size..start)
-    })
+    (0..n)
+        .step_by(max.max(1))
+        .map(move |start| start..n.min(start + max.max(1)))
 }
 
 /// `($1, $2, ...), (...), ...`: `rows` rows of `columns` placeholders.
@@ -621,18 +615,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chunks_cover_every_row_once_in_few_shapes() {
+    fn chunks_cover_every_row_once() {
         let sizes = |n| chunks(n, 64).map(|range| range.len()).collect::<Vec<_>>();
         assert_eq!(sizes(0), Vec::<usize>::new());
         assert_eq!(sizes(1), [1]);
-        assert_eq!(sizes(14), [8, 4, 2]);
+        assert_eq!(sizes(14), [14]);
         assert_eq!(sizes(64), [64]);
-        assert_eq!(sizes(150), [64, 64, 16, 4, 2]);
+        assert_eq!(sizes(150), [64, 64, 22]);
         for n in 0..300 {
             let mut next = 0;
             for range in chunks(n, 64) {
                 assert_eq!(range.start, next);
-                assert!(range.len().is_power_of_two() && range.len() <= 64);
+                assert!(!range.is_empty() && range.len() <= 64);
                 next = range.end;
             }
             assert_eq!(next, n);
