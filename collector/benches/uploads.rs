@@ -61,6 +61,11 @@ struct Args {
     #[arg(long)]
     keep: bool,
 
+    /// The server to run instead of this build's, e.g. another build's
+    /// copy, to compare the two.
+    #[arg(long, value_name = "PATH")]
+    server_binary: Option<PathBuf>,
+
     /// More arguments for `serve` (`--server-arg=--batch=256`).
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
@@ -306,7 +311,10 @@ async fn connection(shared: Arc<Shared>) -> Seen {
 }
 
 async fn run(args: Args) {
-    let binary = Path::new(env!("CARGO_BIN_EXE_sampler-collector"));
+    let binary = args
+        .server_binary
+        .as_deref()
+        .unwrap_or(Path::new(env!("CARGO_BIN_EXE_sampler-collector")));
     let database = Database::create(args.database.as_deref()).await;
     let ingest = load::token(binary, &database.args(), "ingest");
 
@@ -441,6 +449,7 @@ async fn run(args: Args) {
                 args.server_args.join(" ")
             },
         ),
+        ("server", binary.display().to_string()),
         ("elapsed", format!("{:.1} s", elapsed.as_secs_f64())),
         ("uploads/s", format!("{rate:.0}")),
         (
