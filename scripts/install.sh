@@ -2,7 +2,7 @@
 # Builds the toolchain in release mode and installs it under PREFIX:
 #   PREFIX/bin/                  sampler-cc, extract-section, extract-report,
 #                                resolve-samples, resolve-timestamps,
-#                                resolve-backtrace, sampler-collector
+#                                resolve-backtrace, sampler-collector, sampler-run
 #   PREFIX/lib/sampler/          libsampler_runtime.so and .a (the runtime)
 #   PREFIX/libexec/sampler-cc/   cc1, the compiler stage gcc runs (a link
 #                                to sampler-cc)
@@ -15,13 +15,13 @@ set -euo pipefail
 prefix=${1:?usage: scripts/install.sh PREFIX}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --locked --quiet --manifest-path "$root/Cargo.toml" \
-    -p sampler-cc -p sampler-runtime -p sampler-extract -p sampler-resolve -p sampler-collector
+    -p sampler-cc -p sampler-runtime -p sampler-extract -p sampler-resolve -p sampler-collector -p sampler-launcher
 release="${CARGO_TARGET_DIR:-$root/target}/release"
 
 mkdir -p "$prefix/bin" "$prefix/lib/sampler" "$prefix/libexec/sampler-cc" "$prefix/include"
 prefix=$(cd "$prefix" && pwd)
 for tool in sampler-cc extract-section extract-report resolve-samples resolve-timestamps resolve-backtrace \
-    sampler-collector; do
+    sampler-collector sampler-run; do
     install -m 755 "$release/$tool" "$prefix/bin/$tool"
 done
 "$root/scripts/package-runtime.sh" "$release/libsampler_runtime.a" "$prefix/lib/sampler"
