@@ -1,7 +1,7 @@
 //! Reading runs from a collector's database (read-only).
 
 use futures_util::TryStreamExt;
-use sampler_collector::counters::{Rows, RunSamples};
+use sampler_collector::counters::RunSamples;
 use sampler_collector::store::Store;
 use sqlx::Row;
 
@@ -85,23 +85,7 @@ pub async fn load(
         let blob: Vec<u8> = row.try_get(4)?;
         let samples =
             RunSamples::decode(&blob).map_err(|error| anyhow::anyhow!("run {run_id}: {error}"))?;
-        dataset.add_run(
-            run,
-            failed,
-            samples
-                .sections
-                .iter()
-                .filter_map(|section| match &section.rows {
-                    Rows::Counters { rows, .. } => Some((
-                        &section.key,
-                        Box::new(
-                            rows.iter()
-                                .map(|(site, counters)| (*site, counters.as_slice())),
-                        ) as Box<dyn Iterator<Item = (u32, &[u64])>>,
-                    )),
-                    Rows::Bounds(_) => None,
-                }),
-        );
+        dataset.add_run(run, failed, &samples);
         run += 1;
         if run.is_multiple_of(1024) {
             progress(u64::from(run), total as u64);

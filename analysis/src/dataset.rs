@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use roaring::RoaringBitmap;
+use sampler_collector::counters::{Rows, RunSamples};
 use sampler_formats::{SampleKind, SchemeName, SectionKey, SiteTableReader};
 
 use crate::predicates::{PredicateShape, holds, shapes};
@@ -131,31 +132,24 @@ impl Dataset {
     }
 
     /// Adds run number `run` (numbers must increase), which failed or not
-    /// (`None`: neither, left out of the analysis), with its non-zero rows:
-    /// `rows(key)` gives each section's (site index, counters).
-    pub fn add_run<'a>(
-        &mut self,
-        run: u32,
-        failed: Option<bool>,
-        sections: impl IntoIterator<
-            Item = (
-                &'a SectionKey,
-                Box<dyn Iterator<Item = (u32, &'a [u64])> + 'a>,
-            ),
-        >,
-    ) {
+    /// (`None`: neither, left out of the analysis), from its samples' non-zero
+    /// rows. `bounds` sections hold no predicates.
+    pub fn add_run(&mut self, run: u32, failed: Option<bool>, samples: &RunSamples) {
         let Some(failed) = failed else { return };
         self.runs.insert(run);
         if failed {
             self.failing.insert(run);
         }
-        for (key, rows) in sections {
-            let Some(table) = self.tables.get(key) else {
+        for section in &samples.sections {
+            let Rows::Counters { rows, .. } = &section.rows else {
+                continue;
+            };
+            let Some(table) = self.tables.get(&section.key) else {
                 self.unresolved_sections += 1;
                 continue;
             };
             for (site, counters) in rows {
-                let Some(&merged) = table.get(site as usize) else {
+                let Some(&merged) = table.get(*site as usize) else {
                     continue;
                 };
                 if counters.iter().all(|&count| count == 0) {

@@ -14,4 +14,5 @@ pub mod collector_db;
 pub mod dataset;
 pub mod predicates;
 pub mod ranking;
+pub mod run_files;
 pub mod scores;

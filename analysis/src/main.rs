@@ -10,13 +10,15 @@ use clap::{Parser, ValueEnum};
 use sampler_analysis::collector_db::{self, FailureRule};
 use sampler_analysis::dataset::Dataset;
 use sampler_analysis::ranking::{Analysis, Ranked, analyse};
+use sampler_analysis::run_files;
 use sampler_analysis::scores::{Ranking, z_of_confidence};
 use sampler_collector::store::{DatabaseTarget, Store};
 use serde_json::{Value, json};
 
 /// Ranks the predicates that predict failure in the runs a collector
-/// stored: the elimination list first (each predicate with the failing
-/// runs it explains), then the full ranking.
+/// stored (or, offline, in run files of `sampler-run --save`): the
+/// elimination list first (each predicate with the failing runs it
+/// explains), then the full ranking.
 #[derive(Debug, Parser)]
 #[command(name = "sampler-analyze", version)]
 struct Cli {
@@ -29,9 +31,19 @@ struct Cli {
     #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
     database: Option<String>,
 
-    /// The application.
-    #[arg(long, value_name = "NAME")]
-    app: String,
+    /// The application (with --data or --database).
+    #[arg(long, value_name = "NAME", required_unless_present = "runs")]
+    app: Option<String>,
+
+    /// Offline: a directory of run files written by `sampler-run --save`,
+    /// ranked with the site tables of FILE... instead of a database.
+    #[arg(long, value_name = "DIR", requires = "files", conflicts_with_all = ["database", "app"])]
+    runs: Option<PathBuf>,
+
+    /// With --runs: the instrumented binaries, libraries or `.sites` files
+    /// whose site tables the runs' counters refer to.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
 
     /// Count non-zero exit statuses as failures too (by default only
     /// deaths by a signal are).
@@ -329,8 +341,6 @@ fn print_csv(out: impl Write, report: &Value) -> anyhow::Result<()> {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let z = z_of_confidence(cli.confidence)?;
-    let target = DatabaseTarget::choose(&cli.data, cli.database.as_deref())?;
-    let store = Store::open_read_only(&target).await?;
     let rule = FailureRule {
         nonzero_exit: cli.fail_on_exit,
         statuses: cli.fail_on_status,
@@ -341,11 +351,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .expect("a valid template"),
     );
     bar.set_message("reading");
-    let dataset = collector_db::load(&store, &cli.app, &rule, |done, total| {
+    let progress = |done, total| {
         bar.set_length(total);
         bar.set_position(done);
-    })
-    .await?;
+    };
+    let dataset = match (&cli.runs, &cli.app) {
+        (Some(dir), _) => {
+            let mut dataset = Dataset::new();
+            for file in &cli.files {
+                run_files::add_site_file(&mut dataset, file)?;
+            }
+            run_files::add_runs(&mut dataset, dir, &rule, progress)?;
+            dataset
+        }
+        (None, Some(app)) => {
+            let target = DatabaseTarget::choose(&cli.data, cli.database.as_deref())?;
+            let store = Store::open_read_only(&target).await?;
+            collector_db::load(&store, app, &rule, progress).await?
+        }
+        (None, None) => unreachable!("clap requires --app without --runs"),
+    };
     bar.finish_and_clear();
     let ranking = match cli.rank_by {
         Score::Harmonic => Ranking::HarmonicLowerBound,

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// sampler-cc and the packaged runtime (other crates: built here).
-fn tools(dir: &Path) -> (PathBuf, PathBuf) {
+/// sampler-cc, sampler-run and the packaged runtime (other crates: built here).
+fn tools(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let exe = std::env::current_exe().unwrap();
     let bin = exe.parent().unwrap().parent().unwrap().to_path_buf();
     let profile = match bin.file_name().and_then(|name| name.to_str()) {
@@ -48,42 +48,13 @@ fn tools(dir: &Path) -> (PathBuf, PathBuf) {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    (bin.join("sampler-cc"), runtime)
+    (bin.join("sampler-cc"), bin.join("sampler-run"), runtime)
 }
 
-/// The subreports of a report file, same-named ones concatenated.
-fn subreports(text: &str) -> Vec<(String, String)> {
-    let mut parts: Vec<(String, String)> = Vec::new();
-    let mut current = None;
-    for line in text.lines() {
-        if let Some(id) = line
-            .strip_prefix("<report id=\"")
-            .and_then(|rest| rest.strip_suffix("\">"))
-        {
-            current = Some(
-                parts
-                    .iter()
-                    .position(|(name, _)| name == id)
-                    .unwrap_or_else(|| {
-                        parts.push((id.to_owned(), String::new()));
-                        parts.len() - 1
-                    }),
-            );
-        } else if line == "</report>" {
-            current = None;
-        } else if let Some(index) = current {
-            parts[index].1.push_str(line);
-            parts[index].1.push('\n');
-        }
-    }
-    parts
-}
-
-fn analyze(data: &Path, args: &[&str]) -> Value {
+fn analyze(source: &[&Path], args: &[&str]) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_sampler-analyze"))
-        .arg("--data")
-        .arg(data)
-        .args(["--app", "bugs", "--format", "json"])
+        .args(source)
+        .args(["--format", "json"])
         .args(args)
         .output()
         .unwrap();
@@ -126,7 +97,7 @@ fn expect(list: &[(&str, u64, &str)]) -> Vec<(String, u64, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_planted_bugs_come_first() {
     let dir = tempfile::tempdir().unwrap();
-    let (sampler_cc, runtime) = tools(dir.path());
+    let (sampler_cc, sampler_run, runtime) = tools(dir.path());
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/c/bugs.c");
     std::fs::copy(&source, dir.path().join("bugs.c")).unwrap();
     let output = Command::new(&sampler_cc)
@@ -141,6 +112,62 @@ async fn two_planted_bugs_come_first() {
         String::from_utf8_lossy(&output.stderr)
     );
 
+    // 800 runs through `sampler-run --save`, inputs from a fixed linear
+    // congruential sequence.
+    let saved = dir.path().join("saved");
+    std::fs::create_dir(&saved).unwrap();
+    let mut state: u64 = 12345;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) % 100
+    };
+    let (mut crashes, mut errors) = (0u64, 0u64);
+    for _ in 0..800 {
+        let (key, mode) = (next(), next());
+        let status = Command::new(&sampler_run)
+            .arg("--save")
+            .arg(&saved)
+            .args([
+                "--app",
+                "bugs",
+                "--version",
+                "1",
+                "--sparsity",
+                "1",
+                "--",
+                "./bugs",
+            ])
+            .args([key.to_string(), mode.to_string()])
+            .current_dir(dir.path())
+            .env("SAMPLER_STATE_DIR", dir.path().join("state"))
+            .output()
+            .unwrap()
+            .status;
+        crashes += u64::from(status.signal().is_some());
+        errors += u64::from(status.code().is_some_and(|code| code != 0));
+    }
+    // The inputs make both bugs common enough to rank.
+    assert!(
+        crashes > 100 && errors > 40,
+        "{crashes} crashes, {errors} errors"
+    );
+
+    // Offline, from the run files and the binary's site tables.
+    let bugs = dir.path().join("bugs");
+    let offline = analyze(&[Path::new("--runs"), &saved, &bugs], &[]);
+    assert_eq!(offline["runs"]["failing"], crashes);
+    assert_eq!(
+        chosen(&offline)[0],
+        expect(&[("bugs.c", 28, "key > 75")])[0]
+    );
+    assert_eq!(
+        offline["elimination"][0]["source"],
+        "if (key % 10 == 0 || key > 75)"
+    );
+
+    // The same runs uploaded to a collector on loopback.
     let data = dir.path().join("data");
     let store = sampler_collector::store::Store::open(
         &sampler_collector::store::DatabaseTarget::SqliteDir(data.clone()),
@@ -162,77 +189,36 @@ async fn two_planted_bugs_come_first() {
     .await
     .unwrap();
     let url = format!("http://{}", running.address);
-    sampler_collector::builds::upload_build(
-        &url,
-        &token,
-        "bugs",
-        "1",
-        None,
-        &[dir.path().join("bugs")],
-    )
-    .await
-    .unwrap();
-
-    // 800 runs with inputs from a fixed linear congruential sequence.
-    let client = reqwest::Client::new();
-    let mut state: u64 = 12345;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) % 100
-    };
-    let (mut crashes, mut errors) = (0, 0);
-    for run in 0..800 {
-        let (key, mode) = (next(), next());
-        let report = dir.path().join("run.report");
-        let status = Command::new(dir.path().join("bugs"))
-            .args([key.to_string(), mode.to_string()])
-            .env("SAMPLER_FILE", &report)
-            .env("SAMPLER_SPARSITY", "1")
-            .output()
-            .unwrap()
-            .status;
-        let (exit_status, signal) = (status.code().unwrap_or(0), status.signal().unwrap_or(0));
-        crashes += i32::from(signal != 0);
-        errors += i32::from(exit_status != 0);
-        let mut form = reqwest::multipart::Form::new();
-        for (name, text) in subreports(&std::fs::read_to_string(&report).unwrap()) {
-            form = form.part(
-                name.clone(),
-                reqwest::multipart::Part::text(text).file_name(name),
-            );
-        }
-        let response = client
-            .post(format!("{url}/upload"))
-            .bearer_auth(&token)
-            .header("Sampler-Application-Version", "1")
-            .header("Sampler-Exit-Status", exit_status.to_string())
-            .header("Sampler-Exit-Signal", signal.to_string())
-            .header("Sampler-Sparsity", "1")
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "run {run}");
-    }
-    // The inputs make both bugs common enough to rank.
+    sampler_collector::builds::upload_build(&url, &token, "bugs", "1", None, &[bugs.clone()])
+        .await
+        .unwrap();
+    let output = Command::new(&sampler_run)
+        .arg("upload")
+        .arg(&saved)
+        .args(["--app", "bugs", "--server", &url, "--token", &token])
+        .env("SAMPLER_STATE_DIR", dir.path().join("state"))
+        .output()
+        .unwrap();
     assert!(
-        crashes > 100 && errors > 40,
-        "{crashes} crashes, {errors} errors"
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
     running.shutdown().await.unwrap();
 
-    // Failures are deaths by a signal: the crash's condition first.
-    let report = analyze(&data, &[]);
+    // Failures are deaths by a signal: the crash's condition first, as offline.
+    let database = [
+        Path::new("--data"),
+        &data,
+        Path::new("--app"),
+        Path::new("bugs"),
+    ];
+    let report = analyze(&database, &[]);
     assert_eq!(report["runs"]["failing"], crashes);
-    assert_eq!(chosen(&report)[0], expect(&[("bugs.c", 28, "key > 75")])[0]);
-    assert_eq!(
-        report["elimination"][0]["source"],
-        "if (key % 10 == 0 || key > 75)"
-    );
+    assert_eq!(report["elimination"], offline["elimination"]);
+    assert_eq!(report["ranking"], offline["ranking"]);
     // With exit statuses too: each bug's condition, one after the other.
-    let report = analyze(&data, &["--fail-on-exit"]);
+    let report = analyze(&database, &["--fail-on-exit"]);
     assert_eq!(report["runs"]["failing"], crashes + errors);
     let first_two: Vec<_> = chosen(&report).into_iter().take(2).collect();
     assert_eq!(
@@ -240,7 +226,7 @@ async fn two_planted_bugs_come_first() {
         expect(&[("bugs.c", 31, "total < 0"), ("bugs.c", 28, "key > 75")])
     );
     // Only exit status 1 fails (and signals): the same two.
-    let report = analyze(&data, &["--fail-on-status", "1"]);
+    let report = analyze(&database, &["--fail-on-status", "1"]);
     let first_two: Vec<_> = chosen(&report).into_iter().take(2).collect();
     assert_eq!(
         first_two,
