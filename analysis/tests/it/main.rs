@@ -189,9 +189,16 @@ async fn two_planted_bugs_come_first() {
     .await
     .unwrap();
     let url = format!("http://{}", running.address);
-    sampler_collector::builds::upload_build(&url, &token, "bugs", "1", None, &[bugs.clone()])
-        .await
-        .unwrap();
+    sampler_collector::builds::upload_build(
+        &url,
+        &token,
+        "bugs",
+        "1",
+        None,
+        std::slice::from_ref(&bugs),
+    )
+    .await
+    .unwrap();
     let output = Command::new(&sampler_run)
         .arg("upload")
         .arg(&saved)
