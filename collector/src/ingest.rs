@@ -17,7 +17,7 @@ use sqlx::{Any, Row, Transaction};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::metrics::Metrics;
-use crate::store::Store;
+use crate::store::{Backend, Store};
 
 /// How a run ended, in the original's classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -312,7 +312,7 @@ impl Writer {
 
         // A report id already stored, or earlier in this batch, is a
         // duplicate: it gets the run id stored before.
-        let mut known = stored_reports(&mut tx, runs).await?;
+        let mut known = stored_reports(&mut tx, self.store.backend, runs).await?;
         let mut stored = Vec::with_capacity(runs.len());
         let mut new = Vec::new();
         for (index, run) in runs.iter().enumerate() {
@@ -349,8 +349,17 @@ impl Writer {
                 crash_groups.insert(index, group);
             }
         }
-        let row_ids = insert_runs(&mut tx, runs, &build_ids, &new, &stored, &crash_groups).await?;
-        insert_subreports(&mut tx, runs, &new, &row_ids).await?;
+        let row_ids = insert_runs(
+            &mut tx,
+            self.store.backend,
+            runs,
+            &build_ids,
+            &new,
+            &stored,
+            &crash_groups,
+        )
+        .await?;
+        insert_subreports(&mut tx, self.store.backend, runs, &new, &row_ids).await?;
 
         let mut totals = Totals::default();
         for &index in &new {
@@ -370,7 +379,7 @@ impl Writer {
                     .or_default()[column] += 1;
             }
         }
-        write_totals(&mut tx, &totals).await?;
+        write_totals(&mut tx, self.store.backend, &totals).await?;
         tx.commit().await?;
         self.builds.extend(new_builds);
         Ok(stored)
@@ -387,8 +396,12 @@ fn chunks(n: usize, max: usize) -> impl Iterator<Item = std::ops::Range<usize>> 
         .map(move |start| start..n.min(start + max.max(1)))
 }
 
-/// `($1, $2, ...), (...), ...`: `rows` rows of `columns` placeholders.
-fn placeholders(rows: usize, columns: usize) -> String {
+/// `rows` rows of `columns` placeholders: `($1, $2, ...), (...), ...` for
+/// PostgreSQL, `(?, ?, ...), (...)` for SQLite. (sqlx finds the argument
+/// of each SQLite parameter by its name, which SQLite looks up in a list
+/// of every named parameter: binding `$N`s costs the square of their
+/// number, a tenth of the writer's time with 64 runs of 18 columns.)
+fn placeholders(backend: Backend, rows: usize, columns: usize) -> String {
     let mut text = String::with_capacity(rows * columns * 5);
     for row in 0..rows {
         text.push_str(if row == 0 { "(" } else { ", (" });
@@ -396,8 +409,13 @@ fn placeholders(rows: usize, columns: usize) -> String {
             if column > 0 {
                 text.push_str(", ");
             }
-            text.push('$');
-            text.push_str(&(row * columns + column + 1).to_string());
+            match backend {
+                Backend::Sqlite => text.push('?'),
+                Backend::Postgres => {
+                    text.push('$');
+                    text.push_str(&(row * columns + column + 1).to_string());
+                }
+            }
         }
         text.push(')');
     }
@@ -407,6 +425,7 @@ fn placeholders(rows: usize, columns: usize) -> String {
 /// The run ids of the report ids of `runs` that are already stored.
 async fn stored_reports(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     runs: &[&NewRun],
 ) -> Result<HashMap<String, String>, sqlx::Error> {
     let report_ids: Vec<&str> = runs
@@ -415,15 +434,10 @@ async fn stored_reports(
         .collect();
     let mut known = HashMap::new();
     for chunk in chunks(report_ids.len(), 256) {
-        let mut sql = String::from("SELECT report_id, run_id FROM runs WHERE report_id IN (");
-        for n in 1..=chunk.len() {
-            if n > 1 {
-                sql.push_str(", ");
-            }
-            sql.push('$');
-            sql.push_str(&n.to_string());
-        }
-        sql.push(')');
+        let sql = format!(
+            "SELECT report_id, run_id FROM runs WHERE report_id IN {}",
+            placeholders(backend, 1, chunk.len())
+        );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for report_id in &report_ids[chunk] {
             query = query.bind(*report_id);
@@ -439,6 +453,7 @@ async fn stored_reports(
 /// `stored`; returns each one's row id, by index.
 async fn insert_runs(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     runs: &[&NewRun],
     build_ids: &[i64],
     new: &[usize],
@@ -453,7 +468,7 @@ async fn insert_runs(
              executable_path, instrumentor_version, build_distribution, sparsity, exit_status, exit_signal, \
              outcome, counters, report_bytes, symbolized, backtrace_json, crash_group_id) \
              VALUES {} RETURNING id, run_id",
-            placeholders(indices.len(), 18)
+            placeholders(backend, indices.len(), 18)
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         let mut by_run_id = HashMap::with_capacity(indices.len());
@@ -508,6 +523,7 @@ async fn insert_runs(
 /// Inserts the subreports of the `new` runs.
 async fn insert_subreports(
     tx: &mut Transaction<'_, Any>,
+    backend: Backend,
     runs: &[&NewRun],
     new: &[usize],
     row_ids: &HashMap<usize, i64>,
@@ -526,7 +542,7 @@ async fn insert_subreports(
     for chunk in chunks(parts.len(), 64) {
         let sql = format!(
             "INSERT INTO run_subreports (run_id, position, name, size, data_gz) VALUES {}",
-            placeholders(chunk.len(), 5)
+            placeholders(backend, chunk.len(), 5)
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for (id, position, part) in &parts[chunk] {
@@ -567,7 +583,11 @@ pub async fn build_id(
         .try_get(0)
 }
 
-async fn write_totals(tx: &mut Transaction<'_, Any>, totals: &Totals) -> Result<(), sqlx::Error> {
+async fn write_totals(
+    tx: &mut Transaction<'_, Any>,
+    backend: Backend,
+    totals: &Totals,
+) -> Result<(), sqlx::Error> {
     for (build_id, [success, error, crash, first, last]) in &totals.builds {
         sqlx::query(
             "UPDATE builds SET runs_success = runs_success + $1, runs_error = runs_error + $2, \
@@ -593,7 +613,7 @@ async fn write_totals(tx: &mut Transaction<'_, Any>, totals: &Totals) -> Result<
              runs_success = build_section_totals.runs_success + excluded.runs_success, \
              runs_error = build_section_totals.runs_error + excluded.runs_error, \
              runs_crash = build_section_totals.runs_crash + excluded.runs_crash",
-            placeholders(chunk.len(), 6)
+            placeholders(backend, chunk.len(), 6)
         );
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for ((build_id, unit, scheme), [success, error, crash]) in &sections[chunk] {
@@ -635,7 +655,11 @@ mod tests {
 
     #[test]
     fn placeholders_number_rows_in_order() {
-        assert_eq!(placeholders(1, 2), "($1, $2)");
-        assert_eq!(placeholders(2, 3), "($1, $2, $3), ($4, $5, $6)");
+        assert_eq!(placeholders(Backend::Postgres, 1, 2), "($1, $2)");
+        assert_eq!(
+            placeholders(Backend::Postgres, 2, 3),
+            "($1, $2, $3), ($4, $5, $6)"
+        );
+        assert_eq!(placeholders(Backend::Sqlite, 2, 2), "(?, ?), (?, ?)");
     }
 }
