@@ -32,7 +32,7 @@ struct Cli {
     #[arg(long, value_name = "DIR")]
     save: Option<PathBuf>,
 
-    /// The program's argv[0] (default: PROGRAM as given).
+    /// The program's `argv[0]` (default: PROGRAM as given).
     #[arg(long, value_name = "NAME")]
     argv0: Option<OsString>,
 

@@ -275,37 +275,47 @@ pub fn run(args: RunArgs) -> ! {
     mirror(ending)
 }
 
+/// Runs `work` on a thread for at most `bound`; whether it finished, and
+/// its answer.
+fn bounded<T: Send + 'static>(
+    bound: Duration,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(work());
+    });
+    finished.recv_timeout(bound).ok()
+}
+
 /// Uploads the new report (then other due ones) for at most the exit-time
 /// bound; what is left goes to a detached `sampler-run flush --background`.
 fn deliver(spool: &Spool, dirs: &Dirs, overrides: &Overrides, config: &AppConfig, path: PathBuf) {
+    let start = Instant::now();
     let state = spool.app_state(&config.app);
     if spool::blocked(config, &state, dirs).is_some() || state.not_before_ms > spool::now_ms() {
+        // No upload now: only the flush to disk, within the bound.
+        let _ = bounded(config.exit_bound, move || Spool::sync(&path));
         return;
     }
-    let start = Instant::now();
-    let (done, finished) = std::sync::mpsc::channel();
-    {
-        let (spool, dirs, overrides, app) = (
-            spool.clone(),
-            dirs.clone(),
-            overrides.clone(),
-            config.app.clone(),
-        );
-        let options = FlushOptions {
-            due_only: true,
-            wait_locked: Duration::ZERO,
-            first: Some(path),
-            deadline: Some(start + config.exit_bound),
-        };
-        std::thread::spawn(move || {
-            let summary = spool::flush(&spool, &dirs, &overrides, Some(&app), &options);
-            let _ = done.send(summary.unfinished);
-        });
-    }
-    let left = config.exit_bound.saturating_sub(start.elapsed());
-    match finished.recv_timeout(left) {
-        Ok(false) => {}
-        Ok(true) | Err(_) => background(spool, overrides, &config.app),
+    let (spool_copy, dirs, overrides_copy, app) = (
+        spool.clone(),
+        dirs.clone(),
+        overrides.clone(),
+        config.app.clone(),
+    );
+    let options = FlushOptions {
+        due_only: true,
+        wait_locked: Duration::ZERO,
+        first: Some(path.clone()),
+        deadline: Some(start + config.exit_bound),
+    };
+    let finished = bounded(config.exit_bound, move || {
+        let _ = Spool::sync(&path);
+        spool::flush(&spool_copy, &dirs, &overrides_copy, Some(&app), &options).unfinished
+    });
+    if finished != Some(false) {
+        background(spool, overrides, &config.app);
     }
 }
 

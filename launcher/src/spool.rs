@@ -42,6 +42,13 @@ pub fn now_ms() -> u64 {
 /// Writes `bytes` to `path` whole or not at all: a dot-file beside it,
 /// flushed to disk, renamed over it.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    write_replacing(path, bytes, true)
+}
+
+/// Like `write_atomically`; with `durable` false the file is not flushed
+/// to disk (counters and retry times: a crash may lose the last change,
+/// never leave half a file), which spares a run two `fsync`s.
+pub fn write_replacing(path: &Path, bytes: &[u8], durable: bool) -> anyhow::Result<()> {
     let dir = path
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
@@ -54,10 +61,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let result = (|| -> std::io::Result<()> {
         let mut file = File::create(&temp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            file.sync_all()?;
+        }
         std::fs::rename(&temp, path)?;
         // The rename itself is on disk once the directory is.
-        File::open(dir)?.sync_all()
+        if durable {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
     })();
     if let Err(error) = result {
         let _ = std::fs::remove_file(&temp);
@@ -187,7 +199,7 @@ impl Spool {
         let mut state = self.app_state(app);
         change(&mut state);
         let text = toml::to_string(&state).context("writing the application's state")?;
-        write_atomically(&dir.join(format!("{app}.toml")), text.as_bytes())
+        write_replacing(&dir.join(format!("{app}.toml")), text.as_bytes(), false)
     }
 
     /// Every spooled report, oldest first (`app`: only its own).
@@ -235,9 +247,13 @@ impl Spool {
 
     /// Spools a run file, then drops the oldest reports while the spool is
     /// over `config`'s bounds (never the new one, never one being sent).
+    ///
+    /// The file is whole once this returns (written, then renamed) but not
+    /// yet flushed to disk: `sync` does that, within the exit-time bound,
+    /// so that a disk busy with other writers cannot hold the exit.
     pub fn add(&self, config: &AppConfig, id: &str, text: &[u8]) -> anyhow::Result<PathBuf> {
         let path = self.app_dir(&config.app).join(format!("{id}.report"));
-        write_atomically(&path, text)?;
+        write_replacing(&path, text, false)?;
         let lock_path = self.root.join("spool.lock");
         let lock = File::options()
             .create(true)
@@ -268,6 +284,15 @@ impl Spool {
             }
         }
         Ok(path)
+    }
+
+    /// Flushes a spooled report and its folder to disk.
+    pub fn sync(path: &Path) -> std::io::Result<()> {
+        File::open(path)?.sync_all()?;
+        match path.parent() {
+            Some(dir) => File::open(dir)?.sync_all(),
+            None => Ok(()),
+        }
     }
 
     /// Removes every spooled report of `app` (consent withdrawn).
@@ -580,7 +605,7 @@ fn flush_app(
 
 fn record_retry(entry: &Entry, retry: &Retry) {
     if let Ok(text) = toml::to_string(retry) {
-        let _ = write_atomically(&entry.retry_path(), text.as_bytes());
+        let _ = write_replacing(&entry.retry_path(), text.as_bytes(), false);
     }
 }
 

@@ -190,6 +190,7 @@ fn a_child_that_outlives_the_program_does_not_hold_sampler_run() {
     let collector = Collector::start();
     let user = User::consenting();
     user.configure(&collector.config());
+    tools(); // built before the clock starts
     let started = std::time::Instant::now();
     let output = user.run("daemon");
     let took = started.elapsed();
