@@ -72,4 +72,4 @@ for name, values in times.items():
     values.sort()
     print(f"{name:32} {statistics.median(values):10.2f} {values[int(len(values) * 0.9)]:8.2f}")
 PY
-echo "stored runs: $(python3 -c "import sqlite3; print(sqlite3.connect('$work/data/collector.sqlite').execute('select count(*) from runs').fetchone()[0])" 2>/dev/null || echo '?')"
+"$release/sampler-run" status | sed -n "s/^  uploaded: /uploaded: /p"
