@@ -9,6 +9,7 @@
 //! - `config`: options, `SAMPLER_*` variables, `APP.toml` files, consent.
 //! - `spool`: the spool, locks, retries, per-application state, `status`.
 //! - `upload`: one upload and what its answer means.
+//! - `wrap`: `install` and `uninstall`, wrapping installed programs.
 //! - `sys`: the only `unsafe` code (two system calls).
 
 pub mod config;
@@ -17,3 +18,4 @@ pub mod run;
 pub mod spool;
 pub mod sys;
 pub mod upload;
+pub mod wrap;

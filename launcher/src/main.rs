@@ -12,6 +12,7 @@ use sampler_launcher::report::RunFile;
 use sampler_launcher::run::{self, RunArgs};
 use sampler_launcher::spool::{self, FlushOptions, Spool};
 use sampler_launcher::upload::{self, Answer};
+use sampler_launcher::wrap;
 
 /// Runs an instrumented program, captures its report and outcome, and
 /// delivers them to a collector exactly once (with the user's consent).
@@ -76,6 +77,29 @@ enum Command {
         /// The folder of run files.
         dir: PathBuf,
     },
+    /// Wrap installed programs: each PROGRAM moves to a `wrapped/` folder
+    /// beside it and a script with its mode and owner takes its place,
+    /// running it through sampler-run with these settings.
+    Install {
+        /// The application's name.
+        #[arg(long, value_name = "NAME")]
+        app: String,
+        /// The application's version.
+        #[arg(long, value_name = "V")]
+        version: String,
+        /// The application's release.
+        #[arg(long, value_name = "R")]
+        release: Option<String>,
+        /// The installed programs.
+        #[arg(required = true, value_name = "PROGRAM")]
+        programs: Vec<PathBuf>,
+    },
+    /// Undo `install`: put each wrapped PROGRAM back in its wrapper's place.
+    Uninstall {
+        /// The wrappers `install` wrote.
+        #[arg(required = true, value_name = "PROGRAM")]
+        programs: Vec<PathBuf>,
+    },
     /// Record whether runs may be uploaded (for --app, or for every
     /// application); `no` also empties the spool of the applications
     /// concerned.
@@ -133,6 +157,61 @@ fn main() -> ExitCode {
             app,
             state_dir,
         }) => consent(matches!(answer, Answered::Yes), app.as_deref(), state_dir),
+        Some(Command::Install {
+            app,
+            version,
+            release,
+            programs,
+        }) => {
+            let launcher = match std::env::current_exe().and_then(std::fs::canonicalize) {
+                Ok(path) => path,
+                Err(error) => {
+                    say(format!("cannot find sampler-run's own path: {error}"));
+                    return ExitCode::FAILURE;
+                }
+            };
+            let wrapper = wrap::Wrapper {
+                launcher,
+                app,
+                version,
+                release,
+            };
+            each_program(&programs, |program| {
+                wrap::install(program, &wrapper).map(|wrapped| {
+                    format!(
+                        "{}: wrapped; the program is now {}",
+                        program.display(),
+                        wrapped.display()
+                    )
+                })
+            })
+        }
+        Some(Command::Uninstall { programs }) => each_program(&programs, |program| {
+            wrap::uninstall(program).map(|_| format!("{}: unwrapped", program.display()))
+        }),
+    }
+}
+
+/// Applies `action` to each program, saying what became of it; fails when
+/// any failed (the others are still done).
+fn each_program(
+    programs: &[PathBuf],
+    action: impl Fn(&std::path::Path) -> Result<String, wrap::WrapError>,
+) -> ExitCode {
+    let mut failed = false;
+    for program in programs {
+        match action(program) {
+            Ok(done) => println!("{done}"),
+            Err(error) => {
+                say(error);
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

@@ -5,6 +5,7 @@
 mod delivery;
 mod outcomes;
 mod responses;
+mod wrappers;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
