@@ -522,26 +522,32 @@ async fn run(args: Args) {
             .map_or(0, usize::from)
             .to_string(),
     ));
+    // Every `every` uploads: the rate since the previous sample and the
+    // server's memory, to see whether either drifts as the database grows.
+    let every = format!("every {} uploads", args.every.max(1));
+    let rates: Vec<String> = samples
+        .windows(2)
+        .map(|pair| {
+            let (before, after) = (pair[0], pair[1]);
+            let rate = (after.uploads - before.uploads) as f64
+                / (after.at - before.at).as_secs_f64().max(1e-9);
+            format!("{rate:.0}")
+        })
+        .collect();
+    let memory: Vec<String> = samples
+        .iter()
+        .map(|sample| format!("{:.0}", mib(sample.rss_kib * 1024)))
+        .collect();
+    let rates_row = format!("uploads/s, {every}");
+    let memory_row = format!("server RSS (MiB) at the start and {every}");
+    rows.push((&rates_row, rates.join(" ")));
+    rows.push((&memory_row, memory.join(" ")));
 
     println!();
     println!("| collector: sustained uploads | |");
     println!("|---|---|");
     for (name, value) in &rows {
         println!("| {name} | {value} |");
-    }
-    println!();
-    println!("| uploads | seconds | uploads/s since the previous line | server RSS (MiB) |");
-    println!("|---:|---:|---:|---:|");
-    for pair in samples.windows(2) {
-        let (before, after) = (pair[0], pair[1]);
-        let window = (after.uploads - before.uploads) as f64
-            / (after.at - before.at).as_secs_f64().max(1e-9);
-        println!(
-            "| {} | {:.1} | {window:.0} | {:.0} |",
-            after.uploads,
-            after.at.as_secs_f64(),
-            mib(after.rss_kib * 1024)
-        );
     }
     database.remove(args.keep).await;
     if args.keep {
