@@ -70,7 +70,8 @@ struct Args {
     #[arg(long = "server-arg", allow_hyphen_values = true)]
     server_args: Vec<String>,
 
-    /// Passed by `cargo bench`; ignored.
+    /// Passed by `cargo bench`. Without it (`cargo test --benches`), a
+    /// smoke run: 300 uploads of 20 reports at most.
     #[arg(long, hide = true)]
     bench: bool,
 }
@@ -561,7 +562,16 @@ async fn run(args: Args) {
 }
 
 fn main() {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if !args.bench {
+        args.uploads = args.uploads.min(300);
+        args.distinct = args.distinct.min(20);
+        args.every = args.every.min(100);
+        eprintln!(
+            "not run by `cargo bench`: a smoke run of {} uploads",
+            args.uploads
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
