@@ -633,6 +633,89 @@ async fn write_totals(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::DatabaseTarget;
+
+    fn run(application_id: i64, report_id: Option<&str>) -> NewRun {
+        NewRun {
+            report_id: report_id.map(str::to_owned),
+            application_id,
+            version: "1".into(),
+            release: String::new(),
+            sampler_version: None,
+            executable_path: None,
+            instrumentor_version: None,
+            build_distribution: None,
+            sparsity: None,
+            exit_status: 0,
+            exit_signal: 0,
+            counters: vec![1, 0],
+            sections: vec![("u".into(), "branches".into())],
+            subreports: vec![StoredSubreport {
+                name: "samples".into(),
+                size: 1,
+                data_gz: vec![1, 2, 3],
+            }],
+            report_bytes: 1,
+            crash: None,
+            symbolize_later: false,
+            received_ms: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn one_report_id_sent_at_once_many_times_is_stored_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&DatabaseTarget::SqliteDir(dir.path().to_owned()), 2)
+            .await
+            .unwrap();
+        let app = store.ensure_application("demo").await.unwrap();
+        let (ingest, writer) = Ingest::start(store.clone(), Metrics::new(), 64, 64);
+        // Queued together, so that most land in one batch.
+        let report_id = "5c9a1f0e-2b7d-4e1a-9c3f-0a1b2c3d4e5f";
+        let tasks: Vec<_> = (0..12)
+            .map(|i| {
+                let ingest = ingest.clone();
+                let run = run(app, (i % 3 != 0).then_some(report_id));
+                tokio::spawn(async move { ingest.store(run).await.unwrap() })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.push(task.await.unwrap());
+        }
+        writer.finish().await;
+        let same: Vec<_> = answers
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 3 != 0)
+            .collect();
+        assert_eq!(
+            same.iter().filter(|(_, stored)| !stored.duplicate).count(),
+            1
+        );
+        assert!(
+            same.iter()
+                .all(|(_, stored)| stored.run_id == same[0].1.run_id)
+        );
+        let count = |sql: &'static str| {
+            let pool = store.pool.clone();
+            async move {
+                sqlx::query(sql)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap()
+                    .get::<i64, _>(0)
+            }
+        };
+        // 4 runs without a report id, 1 with.
+        assert_eq!(count("SELECT COUNT(*) FROM runs").await, 5);
+        assert_eq!(count("SELECT COUNT(*) FROM run_subreports").await, 5);
+        assert_eq!(count("SELECT runs_success FROM builds").await, 5);
+        assert_eq!(
+            count("SELECT runs_success FROM build_section_totals").await,
+            5
+        );
+    }
 
     #[test]
     fn chunks_cover_every_row_once() {
