@@ -3,53 +3,10 @@
 //! loopback; the analysis reads the collector's SQLite database.
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-
-/// sampler-cc, sampler-run and the packaged runtime (other crates: built here).
-fn tools(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    let profile = match bin.file_name().and_then(|name| name.to_str()) {
-        Some("debug") | None => "dev",
-        Some(other) => other,
-    };
-    let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
-        .args([
-            "build",
-            "--quiet",
-            "--profile",
-            profile,
-            "-p",
-            "sampler-runtime",
-            "-p",
-            "sampler-cc",
-        ])
-        .arg("--target-dir")
-        .arg(bin.parent().unwrap())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .unwrap();
-    assert!(
-        status.success(),
-        "building sampler-cc and the runtime failed"
-    );
-    let runtime = dir.join("runtime");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/package-runtime.sh");
-    let output = Command::new(script)
-        .arg(bin.join("libsampler_runtime.a"))
-        .arg(&runtime)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (bin.join("sampler-cc"), bin.join("sampler-run"), runtime)
-}
 
 fn analyze(source: &[&Path], args: &[&str]) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_sampler-analyze"))
@@ -97,19 +54,13 @@ fn expect(list: &[(&str, u64, &str)]) -> Vec<(String, u64, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_planted_bugs_come_first() {
     let dir = tempfile::tempdir().unwrap();
-    let (sampler_cc, sampler_run, runtime) = tools(dir.path());
+    let tools = sampler_testkit::Tools::build(&["sampler-cc", "sampler-launcher"]);
+    let sampler_run = tools.bin.join("sampler-run");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/c/bugs.c");
     std::fs::copy(&source, dir.path().join("bugs.c")).unwrap();
-    let output = Command::new(&sampler_cc)
-        .args(["-g", "-O1", "-fsampler-strict", "bugs.c", "-o", "bugs"])
-        .current_dir(dir.path())
-        .env("SAMPLER_RUNTIME_DIR", &runtime)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    tools.sampler_cc(
+        dir.path(),
+        &["-g", "-O1", "-fsampler-strict", "bugs.c", "-o", "bugs"],
     );
 
     // 800 runs through `sampler-run --save`, inputs from a fixed linear

@@ -2,66 +2,17 @@
 //! instrumented shared library, crashed in each; symbolized against the
 //! registered build, grouped by place.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use crate::{Collector, OriginalUpload, target_bin_dir};
+use crate::{Collector, OriginalUpload};
 
-/// sampler-cc and the packaged runtime, built once (other crates: cargo
-/// does not build them for this crate's tests).
-struct Tools {
-    sampler_cc: PathBuf,
-    runtime: tempfile::TempDir,
-}
-
-fn tools() -> &'static Tools {
-    static TOOLS: OnceLock<Tools> = OnceLock::new();
-    TOOLS.get_or_init(|| {
-        let bin = target_bin_dir();
-        let profile = match bin.file_name().and_then(|name| name.to_str()) {
-            Some("debug") | None => "dev",
-            Some(other) => other,
-        };
-        let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
-            .args([
-                "build",
-                "--quiet",
-                "--profile",
-                profile,
-                "-p",
-                "sampler-runtime",
-                "-p",
-                "sampler-cc",
-            ])
-            .arg("--target-dir")
-            .arg(bin.parent().unwrap())
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cannot run cargo");
-        assert!(
-            status.success(),
-            "building sampler-cc and the runtime failed"
-        );
-        let runtime = tempfile::tempdir().unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/package-runtime.sh");
-        let output = Command::new(script)
-            .arg(bin.join("libsampler_runtime.a"))
-            .arg(runtime.path())
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        Tools {
-            sampler_cc: bin.join("sampler-cc"),
-            runtime,
-        }
-    })
+fn tools() -> &'static sampler_testkit::Tools {
+    static TOOLS: OnceLock<sampler_testkit::Tools> = OnceLock::new();
+    TOOLS.get_or_init(|| sampler_testkit::Tools::build(&["sampler-cc"]))
 }
 
 const LIBRARY: &str = r#"#include <stddef.h>
@@ -87,21 +38,6 @@ int main(int argc, char **argv) {
 }
 "#;
 
-fn sampler_cc(dir: &Path, args: &[&str]) {
-    let tools = tools();
-    let output = Command::new(&tools.sampler_cc)
-        .args(args)
-        .current_dir(dir)
-        .env("SAMPLER_RUNTIME_DIR", tools.runtime.path())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "sampler-cc {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// Runs `demo ARG` (it crashes) and returns its report split into
 /// subreports, same-named ones concatenated, as the original launcher does.
 fn crash(dir: &Path, arg: &str) -> Vec<(String, String)> {
@@ -115,32 +51,7 @@ fn crash(dir: &Path, arg: &str) -> Vec<(String, String)> {
         .unwrap();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(11), "demo {arg}: {status:?}");
-    split_report(&std::fs::read_to_string(report).unwrap())
-}
-
-fn split_report(text: &str) -> Vec<(String, String)> {
-    let mut parts: Vec<(String, String)> = Vec::new();
-    let mut current: Option<usize> = None;
-    for line in text.lines() {
-        if let Some(id) = line
-            .strip_prefix("<report id=\"")
-            .and_then(|rest| rest.strip_suffix("\">"))
-        {
-            current = Some(match parts.iter().position(|(name, _)| name == id) {
-                Some(index) => index,
-                None => {
-                    parts.push((id.to_owned(), String::new()));
-                    parts.len() - 1
-                }
-            });
-        } else if line == "</report>" {
-            current = None;
-        } else if let Some(index) = current {
-            parts[index].1.push_str(line);
-            parts[index].1.push('\n');
-        }
-    }
-    parts
+    sampler_testkit::subreports(&std::fs::read_to_string(report).unwrap())
 }
 
 async fn upload(collector: &Collector, parts: &[(String, String)]) -> String {
@@ -189,7 +100,7 @@ async fn crashes_are_symbolized_when_their_build_arrives_and_grouped_by_place() 
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("lib.c"), LIBRARY).unwrap();
     std::fs::write(dir.path().join("main.c"), PROGRAM).unwrap();
-    sampler_cc(
+    tools().sampler_cc(
         dir.path(),
         &[
             "-g",
@@ -202,7 +113,7 @@ async fn crashes_are_symbolized_when_their_build_arrives_and_grouped_by_place() 
             "lib.c",
         ],
     );
-    sampler_cc(
+    tools().sampler_cc(
         dir.path(),
         &[
             "-g",

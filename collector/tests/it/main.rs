@@ -9,7 +9,6 @@ mod properties;
 mod upload;
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -271,10 +270,4 @@ pub fn samples(n_sites: usize) -> String {
     }
     text.push_str("</samples>\n");
     text
-}
-
-/// Where the workspace's binaries are built.
-pub fn target_bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
 }

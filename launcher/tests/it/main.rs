@@ -9,7 +9,7 @@ mod wrappers;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -20,21 +20,14 @@ use sampler_collector::store::{DatabaseTarget, Store};
 use sampler_collector::tokens::{self, Scope};
 use serde_json::Value;
 
-/// Where the workspace's binaries are built.
-pub fn target_bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
-}
-
 /// sampler-cc, the packaged runtime and the collector's binary, built once.
 #[derive(Debug)]
 pub struct Tools {
-    pub sampler_cc: PathBuf,
     pub collector: PathBuf,
-    pub runtime: tempfile::TempDir,
     /// The test program, built with `-g` by sampler-cc.
     pub program: PathBuf,
     _programs: tempfile::TempDir,
+    _kit: sampler_testkit::Tools,
 }
 
 const PROGRAM: &str = r#"#include <signal.h>
@@ -93,61 +86,18 @@ int main(int argc, char **argv) {
 pub fn tools() -> &'static Tools {
     static TOOLS: OnceLock<Tools> = OnceLock::new();
     TOOLS.get_or_init(|| {
-        let bin = target_bin_dir();
-        let profile = match bin.file_name().and_then(|name| name.to_str()) {
-            Some("debug") | None => "dev",
-            Some(other) => other,
-        };
-        let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
-            .args(["build", "--quiet", "--profile", profile])
-            .args([
-                "-p",
-                "sampler-runtime",
-                "-p",
-                "sampler-cc",
-                "-p",
-                "sampler-collector",
-            ])
-            .arg("--target-dir")
-            .arg(bin.parent().unwrap())
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cannot run cargo");
-        assert!(
-            status.success(),
-            "building sampler-cc, the runtime and the collector failed"
-        );
-        let runtime = tempfile::tempdir().unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/package-runtime.sh");
-        let output = Command::new(script)
-            .arg(bin.join("libsampler_runtime.a"))
-            .arg(runtime.path())
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let kit = sampler_testkit::Tools::build(&["sampler-cc", "sampler-collector"]);
         let programs = tempfile::tempdir().unwrap();
         std::fs::write(programs.path().join("demo.c"), PROGRAM).unwrap();
-        let output = Command::new(bin.join("sampler-cc"))
-            .args(["-g", "-O0", "-fsampler-strict", "-o", "demo", "demo.c"])
-            .current_dir(programs.path())
-            .env("SAMPLER_RUNTIME_DIR", runtime.path())
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "sampler-cc: {}",
-            String::from_utf8_lossy(&output.stderr)
+        kit.sampler_cc(
+            programs.path(),
+            &["-g", "-O0", "-fsampler-strict", "-o", "demo", "demo.c"],
         );
         Tools {
-            sampler_cc: bin.join("sampler-cc"),
-            collector: bin.join("sampler-collector"),
-            runtime,
+            collector: kit.bin.join("sampler-collector"),
             program: programs.path().join("demo"),
             _programs: programs,
+            _kit: kit,
         }
     })
 }
