@@ -38,38 +38,10 @@ fn sources() -> PathBuf {
 /// The packaged runtime: a folder holding `libsampler_runtime.a` and
 /// `libsampler_runtime.so`, built once for all tests.
 fn runtime() -> &'static Path {
-    static RUNTIME: OnceLock<tempfile::TempDir> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            // This test binary is `TARGET/PROFILE/deps/it-…`.
-            let exe = std::env::current_exe().unwrap();
-            let build_dir = exe.parent().unwrap().parent().unwrap();
-            let profile = match build_dir.file_name().and_then(|name| name.to_str()) {
-                Some("debug") | None => "dev",
-                Some(other) => other,
-            };
-            let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
-                .args(["build", "--quiet", "--lib", "-p", "sampler-runtime"])
-                .args(["--profile", profile])
-                .arg("--target-dir")
-                .arg(build_dir.parent().unwrap())
-                .current_dir(workspace())
-                .status()
-                .expect("cannot run cargo to build the runtime");
-            assert!(status.success(), "building libsampler_runtime.a failed");
-            let out = tempfile::tempdir().unwrap();
-            let output = Command::new(workspace().join("scripts/package-runtime.sh"))
-                .arg(build_dir.join("libsampler_runtime.a"))
-                .arg(out.path())
-                .output()
-                .expect("cannot run scripts/package-runtime.sh");
-            assert!(
-                output.status.success(),
-                "packaging the runtime failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            out
-        })
+    static TOOLS: OnceLock<sampler_testkit::Tools> = OnceLock::new();
+    TOOLS
+        .get_or_init(|| sampler_testkit::Tools::build(&[]))
+        .runtime
         .path()
 }
 
