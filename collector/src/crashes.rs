@@ -8,7 +8,7 @@
 //! stored unsymbolized and ungrouped (`runs.symbolized = 0`); registering
 //! its build symbolizes and groups it ([`symbolize_pending`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
@@ -19,7 +19,7 @@ use sampler_resolve::backtrace::{
 use sqlx::{Any, Row, Transaction};
 
 use crate::ingest::CrashRecord;
-use crate::store::Store;
+use crate::store::{Backend, Store};
 
 /// How many of the program's own frames make a crash's signature.
 pub const SIGNATURE_DEPTH: usize = 5;
@@ -103,6 +103,47 @@ impl DebugCache {
         }
     }
 
+    /// Which of `build_ids` are in memory or registered in the database.
+    async fn registered(
+        &self,
+        store: &Store,
+        build_ids: &[&str],
+    ) -> anyhow::Result<HashSet<String>> {
+        let mut registered = HashSet::new();
+        let mut unknown = Vec::new();
+        {
+            let loaded = self.loaded.lock().expect("debug cache poisoned");
+            for &id in build_ids {
+                if loaded.contains_key(id) {
+                    registered.insert(id.to_owned());
+                } else if !unknown.contains(&id) {
+                    unknown.push(id);
+                }
+            }
+        }
+        if unknown.is_empty() {
+            return Ok(registered);
+        }
+        let placeholders: Vec<String> = (1..=unknown.len())
+            .map(|n| match store.backend {
+                Backend::Sqlite => "?".to_owned(),
+                Backend::Postgres => format!("${n}"),
+            })
+            .collect();
+        let sql = format!(
+            "SELECT gnu_build_id FROM debug_files WHERE gnu_build_id IN ({})",
+            placeholders.join(", ")
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for id in &unknown {
+            query = query.bind(*id);
+        }
+        for row in query.fetch_all(&store.pool).await? {
+            registered.insert(row.try_get::<String, _>(0)?);
+        }
+        Ok(registered)
+    }
+
     async fn get(&self, store: &Store, build_id: &str) -> anyhow::Result<Option<Arc<DebugObject>>> {
         if let Some(object) = self
             .loaded
@@ -145,18 +186,25 @@ impl DebugCache {
             }
             None => Vec::new(),
         };
+        // One query tells which of the crash's objects are registered;
+        // only those not in memory are then read.
+        let wanted: Vec<&str> = modules
+            .iter()
+            .filter_map(|module| module.build_id.as_deref())
+            .collect();
+        let registered = self.registered(store, &wanted).await?;
         let mut found = HashMap::new();
         let mut missing = false;
         for module in &modules {
             let Some(build_id) = &module.build_id else {
                 continue;
             };
-            match self.get(store, build_id).await? {
-                Some(object) => {
-                    found.insert(build_id.clone(), object);
-                }
-                None if !is_system_module(&module.path) => missing = true,
-                None => {}
+            if !registered.contains(build_id.as_str()) {
+                missing |= !is_system_module(&module.path);
+                continue;
+            }
+            if let Some(object) = self.get(store, build_id).await? {
+                found.insert(build_id.clone(), object);
             }
         }
         if missing {
