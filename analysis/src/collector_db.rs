@@ -1,7 +1,6 @@
 //! Reading runs from a collector's database (read-only).
 
 use futures_util::TryStreamExt;
-use sampler_collector::counters::RunSamples;
 use sampler_collector::store::Store;
 use sqlx::Row;
 
@@ -83,9 +82,9 @@ pub async fn load(
         let run_id: String = row.try_get(0)?;
         let failed = rule.classify(row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
         let blob: Vec<u8> = row.try_get(4)?;
-        let samples =
-            RunSamples::decode(&blob).map_err(|error| anyhow::anyhow!("run {run_id}: {error}"))?;
-        dataset.add_run(run, failed, &samples);
+        dataset
+            .add_run_blob(run, failed, &blob)
+            .map_err(|error| anyhow::anyhow!("run {run_id}: {error}"))?;
         run += 1;
         if run.is_multiple_of(1024) {
             progress(u64::from(run), total as u64);

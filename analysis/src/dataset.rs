@@ -8,9 +8,10 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use roaring::RoaringBitmap;
-use sampler_collector::counters::{Rows, RunSamples};
+use sampler_collector::counters::{DecodeError, RowVisitor, Rows, RunSamples, walk};
 use sampler_formats::{SampleKind, SchemeName, SectionKey, SiteTableReader};
 
 use crate::predicates::{PredicateShape, holds, shapes};
@@ -66,7 +67,7 @@ pub struct Dataset {
     pub unresolved_sections: u64,
     site_index: HashMap<Site, usize>,
     site_predicates: Vec<Range<usize>>,
-    tables: HashMap<SectionKey, Vec<usize>>,
+    tables: HashMap<SectionKey, Arc<[usize]>>,
 }
 
 impl Dataset {
@@ -135,33 +136,85 @@ impl Dataset {
     /// (`None`: neither, left out of the analysis), from its samples' non-zero
     /// rows. `bounds` sections hold no predicates.
     pub fn add_run(&mut self, run: u32, failed: Option<bool>, samples: &RunSamples) {
-        let Some(failed) = failed else { return };
+        let Some(mut adder) = self.run_adder(run, failed) else {
+            return;
+        };
+        for section in &samples.sections {
+            let Rows::Counters { arity, rows } = &section.rows else {
+                continue;
+            };
+            adder.section(section.key.clone(), section.n_sites, Some(*arity));
+            for (site, counters) in rows {
+                adder.counters(*site, counters);
+            }
+        }
+    }
+
+    /// [`add_run`](Self::add_run) from a run's stored compact counters,
+    /// without building its samples.
+    pub fn add_run_blob(
+        &mut self,
+        run: u32,
+        failed: Option<bool>,
+        blob: &[u8],
+    ) -> Result<(), DecodeError> {
+        match self.run_adder(run, failed) {
+            Some(mut adder) => walk(blob, &mut adder),
+            None => Ok(()),
+        }
+    }
+
+    fn run_adder(&mut self, run: u32, failed: Option<bool>) -> Option<RunAdder<'_>> {
+        let failed = failed?;
         self.runs.insert(run);
         if failed {
             self.failing.insert(run);
         }
-        for section in &samples.sections {
-            let Rows::Counters { rows, .. } = &section.rows else {
-                continue;
-            };
-            let Some(table) = self.tables.get(&section.key) else {
-                self.unresolved_sections += 1;
-                continue;
-            };
-            for (site, counters) in rows {
-                let Some(&merged) = table.get(*site as usize) else {
-                    continue;
-                };
-                if counters.iter().all(|&count| count == 0) {
-                    continue;
-                }
-                for predicate in self.site_predicates[merged].clone() {
-                    let observations = &mut self.observations[predicate];
-                    observations.observed.insert(run);
-                    if holds(self.predicates[predicate].shape.slots, counters) {
-                        observations.held.insert(run);
-                    }
-                }
+        Some(RunAdder {
+            dataset: self,
+            run,
+            table: None,
+        })
+    }
+}
+
+/// Adds one run's rows, section by section.
+struct RunAdder<'d> {
+    dataset: &'d mut Dataset,
+    run: u32,
+    /// The merged sites of the current section's rows, when it has a table.
+    table: Option<Arc<[usize]>>,
+}
+
+impl RowVisitor for RunAdder<'_> {
+    fn section(&mut self, key: SectionKey, _n_sites: u32, arity: Option<u32>) {
+        self.table = match (arity, self.dataset.tables.get(&key)) {
+            (None, _) => None,
+            (Some(_), Some(table)) => Some(table.clone()),
+            (Some(_), None) => {
+                self.dataset.unresolved_sections += 1;
+                None
+            }
+        };
+    }
+
+    fn counters(&mut self, site: u32, counters: &[u64]) {
+        let Some(&merged) = self
+            .table
+            .as_ref()
+            .and_then(|table| table.get(site as usize))
+        else {
+            return;
+        };
+        if counters.iter().all(|&count| count == 0) {
+            return;
+        }
+        let dataset = &mut *self.dataset;
+        for predicate in dataset.site_predicates[merged].clone() {
+            let observations = &mut dataset.observations[predicate];
+            observations.observed.insert(self.run);
+            if holds(dataset.predicates[predicate].shape.slots, counters) {
+                observations.held.insert(self.run);
             }
         }
     }

@@ -326,79 +326,11 @@ impl RunSamples {
 
     /// Reads a blob written by [`encode`](Self::encode).
     pub fn decode(blob: &[u8]) -> Result<Self, DecodeError> {
-        let mut input = Input { bytes: blob, at: 0 };
-        let version = input.byte()?;
-        if version != VERSION {
-            return Err(DecodeError {
-                at: 0,
-                what: format!("version {version}, expected {VERSION}"),
-            });
-        }
-        let n_sections = input.varint()?;
-        let mut sections = Vec::new();
-        for _ in 0..n_sections {
-            let unit: [u8; 16] = input.take(16)?.try_into().expect("16 bytes");
-            let scheme_len = input.varint()? as usize;
-            let at = input.at;
-            let scheme = std::str::from_utf8(input.take(scheme_len)?).map_err(|_| DecodeError {
-                at,
-                what: "a scheme name that is not UTF-8".into(),
-            })?;
-            let scheme: sampler_formats::SchemeName =
-                scheme
-                    .parse()
-                    .map_err(|error: sampler_formats::SchemeNameError| DecodeError {
-                        at,
-                        what: error.to_string(),
-                    })?;
-            let key = SectionKey::new(UnitSignature::from_bytes(unit), scheme);
-            let n_sites = input.small(u64::from(u32::MAX))? as u32;
-            let kind_at = input.at;
-            let rows = match input.byte()? {
-                KIND_COUNTERS => {
-                    let arity = input.small(64)? as u32;
-                    let n_rows = input.small(u64::from(n_sites))?;
-                    let mut rows = Vec::with_capacity(n_rows as usize);
-                    let mut next: u64 = 0;
-                    for _ in 0..n_rows {
-                        let site = next + input.varint()?;
-                        let values = (0..arity)
-                            .map(|_| input.varint())
-                            .collect::<Result<_, _>>()?;
-                        rows.push((input.site(site, n_sites)?, values));
-                        next = site + 1;
-                    }
-                    Rows::Counters { arity, rows }
-                }
-                KIND_BOUNDS => {
-                    let n_rows = input.small(u64::from(n_sites))?;
-                    let mut rows = Vec::with_capacity(n_rows as usize);
-                    let mut next: u64 = 0;
-                    for _ in 0..n_rows {
-                        let site = next + input.varint()?;
-                        let min = input.bound()?;
-                        let max = input.bound()?;
-                        rows.push((input.site(site, n_sites)?, min, max));
-                        next = site + 1;
-                    }
-                    Rows::Bounds(rows)
-                }
-                kind => {
-                    return Err(DecodeError {
-                        at: kind_at,
-                        what: format!("section kind {kind}"),
-                    });
-                }
-            };
-            sections.push(SectionSamples { key, n_sites, rows });
-        }
-        if input.at != blob.len() {
-            return Err(DecodeError {
-                at: input.at,
-                what: "bytes after the last section".into(),
-            });
-        }
-        Ok(Self { sections })
+        let mut builder = Builder::default();
+        walk(blob, &mut builder)?;
+        Ok(Self {
+            sections: builder.sections,
+        })
     }
 }
 
@@ -433,6 +365,137 @@ fn merge(stored: &mut Vec<(u32, Vec<u64>)>, rows: Vec<(u32, Vec<u64>)>) {
         };
         stored.extend(next);
     }
+}
+
+/// What [`walk`] reports of a blob, in order: each section's start, then
+/// its rows.
+pub trait RowVisitor {
+    /// A section of `key` with `n_sites` sites; `arity` counters a row, or
+    /// `None` for a `bounds` section.
+    fn section(&mut self, key: SectionKey, n_sites: u32, arity: Option<u32>);
+    /// A non-zero counter row of the current section.
+    fn counters(&mut self, site: u32, counters: &[u64]);
+    /// An observed `bounds` row of the current section.
+    fn bounds(&mut self, site: u32, min: BoundValue, max: BoundValue) {
+        let _ = (site, min, max);
+    }
+}
+
+/// Builds a [`RunSamples`].
+#[derive(Default)]
+struct Builder {
+    sections: Vec<SectionSamples>,
+}
+
+impl RowVisitor for Builder {
+    fn section(&mut self, key: SectionKey, n_sites: u32, arity: Option<u32>) {
+        let rows = match arity {
+            Some(arity) => Rows::Counters {
+                arity,
+                rows: Vec::new(),
+            },
+            None => Rows::Bounds(Vec::new()),
+        };
+        self.sections.push(SectionSamples { key, n_sites, rows });
+    }
+
+    fn counters(&mut self, site: u32, counters: &[u64]) {
+        if let Some(SectionSamples {
+            rows: Rows::Counters { rows, .. },
+            ..
+        }) = self.sections.last_mut()
+        {
+            rows.push((site, counters.to_vec()));
+        }
+    }
+
+    fn bounds(&mut self, site: u32, min: BoundValue, max: BoundValue) {
+        if let Some(SectionSamples {
+            rows: Rows::Bounds(rows),
+            ..
+        }) = self.sections.last_mut()
+        {
+            rows.push((site, min, max));
+        }
+    }
+}
+
+/// Walks a blob written by [`RunSamples::encode`] without building it:
+/// what the analysis uses to read many runs, one reused buffer for every
+/// counter row. A damaged blob is an error naming its byte; rows already
+/// reported stay reported.
+pub fn walk(blob: &[u8], visitor: &mut impl RowVisitor) -> Result<(), DecodeError> {
+    let mut input = Input { bytes: blob, at: 0 };
+    let version = input.byte()?;
+    if version != VERSION {
+        return Err(DecodeError {
+            at: 0,
+            what: format!("version {version}, expected {VERSION}"),
+        });
+    }
+    let n_sections = input.varint()?;
+    let mut values = Vec::new();
+    for _ in 0..n_sections {
+        let unit: [u8; 16] = input.take(16)?.try_into().expect("16 bytes");
+        let scheme_len = input.varint()? as usize;
+        let at = input.at;
+        let scheme = std::str::from_utf8(input.take(scheme_len)?).map_err(|_| DecodeError {
+            at,
+            what: "a scheme name that is not UTF-8".into(),
+        })?;
+        let scheme: sampler_formats::SchemeName =
+            scheme
+                .parse()
+                .map_err(|error: sampler_formats::SchemeNameError| DecodeError {
+                    at,
+                    what: error.to_string(),
+                })?;
+        let key = SectionKey::new(UnitSignature::from_bytes(unit), scheme);
+        let n_sites = input.small(u64::from(u32::MAX))? as u32;
+        let kind_at = input.at;
+        match input.byte()? {
+            KIND_COUNTERS => {
+                let arity = input.small(64)? as u32;
+                visitor.section(key, n_sites, Some(arity));
+                let n_rows = input.small(u64::from(n_sites))?;
+                let mut next: u64 = 0;
+                for _ in 0..n_rows {
+                    let site = next + input.varint()?;
+                    values.clear();
+                    for _ in 0..arity {
+                        values.push(input.varint()?);
+                    }
+                    visitor.counters(input.site(site, n_sites)?, &values);
+                    next = site + 1;
+                }
+            }
+            KIND_BOUNDS => {
+                visitor.section(key, n_sites, None);
+                let n_rows = input.small(u64::from(n_sites))?;
+                let mut next: u64 = 0;
+                for _ in 0..n_rows {
+                    let site = next + input.varint()?;
+                    let min = input.bound()?;
+                    let max = input.bound()?;
+                    visitor.bounds(input.site(site, n_sites)?, min, max);
+                    next = site + 1;
+                }
+            }
+            kind => {
+                return Err(DecodeError {
+                    at: kind_at,
+                    what: format!("section kind {kind}"),
+                });
+            }
+        }
+    }
+    if input.at != blob.len() {
+        return Err(DecodeError {
+            at: input.at,
+            what: "bytes after the last section".into(),
+        });
+    }
+    Ok(())
 }
 
 fn site_index(key: &SectionKey, row: usize, line: u64) -> Result<u32, SamplesError> {
