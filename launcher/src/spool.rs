@@ -187,15 +187,7 @@ impl Spool {
     pub fn update_app(&self, app: &str, change: impl FnOnce(&mut AppState)) -> anyhow::Result<()> {
         let dir = self.root.join("apps");
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let lock_path = dir.join(format!("{app}.lock"));
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .with_context(|| format!("opening {}", lock_path.display()))?;
-        let _lock = Flock::lock(lock, FlockArg::LockExclusive)
-            .map_err(|(_, errno)| anyhow::anyhow!("locking {}: {errno}", lock_path.display()))?;
+        let _lock = lock_exclusive(&dir.join(format!("{app}.lock")))?;
         let mut state = self.app_state(app);
         change(&mut state);
         let text = toml::to_string(&state).context("writing the application's state")?;
@@ -254,15 +246,7 @@ impl Spool {
     pub fn add(&self, config: &AppConfig, id: &str, text: &[u8]) -> anyhow::Result<PathBuf> {
         let path = self.app_dir(&config.app).join(format!("{id}.report"));
         write_replacing(&path, text, false)?;
-        let lock_path = self.root.join("spool.lock");
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .with_context(|| format!("opening {}", lock_path.display()))?;
-        let _lock = Flock::lock(lock, FlockArg::LockExclusive)
-            .map_err(|(_, errno)| anyhow::anyhow!("locking {}: {errno}", lock_path.display()))?;
+        let _lock = lock_exclusive(&self.root.join("spool.lock"))?;
         let entries = self.entries(None);
         let mut count = entries.len() as u64;
         let mut bytes: u64 = entries.iter().map(|entry| entry.bytes).sum();
@@ -736,6 +720,19 @@ pub fn status(spool: &Spool, dirs: &Dirs, overrides: &Overrides) -> String {
         }
     }
     text
+}
+
+/// An exclusive `flock` on the file at `path` (created if missing), held
+/// until the returned value is dropped; waits for other holders.
+fn lock_exclusive(path: &Path) -> anyhow::Result<Flock<File>> {
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    Flock::lock(file, FlockArg::LockExclusive)
+        .map_err(|(_, errno)| anyhow::anyhow!("locking {}: {errno}", path.display()))
 }
 
 #[cfg(test)]
