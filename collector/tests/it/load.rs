@@ -292,8 +292,9 @@ pub(crate) fn reports(seed: u64, count: usize, shape: &Shape) -> Vec<Prepared> {
         .collect()
 }
 
-/// The headers the original launcher sends with `report`, and its id.
-pub(crate) fn headers(report: &Prepared, report_id: &str) -> Vec<(&'static str, String)> {
+/// The headers the original launcher sends for a run of application
+/// `demo` that exited with `status` or died of `signal`.
+pub(crate) fn original_headers(status: u8, signal: u8) -> Vec<(&'static str, String)> {
     vec![
         ("Sampler-Version", "1.6.0".into()),
         ("Sampler-Application-Name", APP.into()),
@@ -303,10 +304,16 @@ pub(crate) fn headers(report: &Prepared, report_id: &str) -> Vec<(&'static str, 
         ("Sampler-Instrumentor-Version", "0.1.0".into()),
         ("Sampler-Build-Distribution", "debian-12-x86_64".into()),
         ("Sampler-Sparsity", "100".into()),
-        ("Sampler-Exit-Status", report.exit_status.to_string()),
-        ("Sampler-Exit-Signal", report.exit_signal.to_string()),
-        ("Sampler-Report-Id", report_id.to_owned()),
+        ("Sampler-Exit-Status", status.to_string()),
+        ("Sampler-Exit-Signal", signal.to_string()),
     ]
+}
+
+/// The headers the original launcher sends with `report`, and its id.
+pub(crate) fn headers(report: &Prepared, report_id: &str) -> Vec<(&'static str, String)> {
+    let mut headers = original_headers(report.exit_status, report.exit_signal);
+    headers.push(("Sampler-Report-Id", report_id.to_owned()));
+    headers
 }
 
 /// What the server answered to one upload.

@@ -188,18 +188,7 @@ impl OriginalUpload {
 /// The headers the original launcher sends, for a run that exited with
 /// `status` or died of `signal`.
 pub fn sampler_headers(status: u8, signal: u8) -> Vec<(&'static str, String)> {
-    vec![
-        ("Sampler-Version", "1.6.0".into()),
-        ("Sampler-Application-Name", "demo".into()),
-        ("Sampler-Application-Version", "1.2".into()),
-        ("Sampler-Application-Release", "3".into()),
-        ("Sampler-Executable-Path", "/usr/bin/demo".into()),
-        ("Sampler-Instrumentor-Version", "0.1.0".into()),
-        ("Sampler-Build-Distribution", "debian-12-x86_64".into()),
-        ("Sampler-Sparsity", "100".into()),
-        ("Sampler-Exit-Status", status.to_string()),
-        ("Sampler-Exit-Signal", signal.to_string()),
-    ]
+    load::original_headers(status, signal)
 }
 
 impl Collector {
