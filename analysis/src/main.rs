@@ -161,10 +161,21 @@ fn report(dataset: &Dataset, analysis: &Analysis) -> Value {
             value
         })
         .collect();
+    // Each ranked predicate's place in the elimination (1-based), if any.
     let ranking: Vec<Value> = analysis
         .ranking
         .iter()
-        .map(|ranked| entry(dataset, ranked, &mut sources))
+        .map(|ranked| {
+            let mut value = entry(dataset, ranked, &mut sources);
+            value["eliminated"] = json!(
+                analysis
+                    .elimination
+                    .iter()
+                    .position(|chosen| chosen.ranked.predicate == ranked.predicate)
+                    .map(|place| place + 1)
+            );
+            value
+        })
         .collect();
     json!({
         "runs": { "failing": analysis.totals.failing, "successful": analysis.totals.successful },
@@ -301,33 +312,15 @@ fn print_csv(out: impl Write, report: &Value) -> anyhow::Result<()> {
     let mut header: Vec<&str> = vec!["rank", "eliminated"];
     header.extend(columns);
     writer.write_record(&header)?;
-    let chosen: Vec<(&str, u64, &str)> = report["elimination"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| {
-            (
-                e["file"].as_str().unwrap_or(""),
-                e["line"].as_u64().unwrap_or(0),
-                e["predicate"].as_str().unwrap_or(""),
-            )
-        })
-        .collect();
     for (index, entry) in report["ranking"]
         .as_array()
         .into_iter()
         .flatten()
         .enumerate()
     {
-        let key = (
-            entry["file"].as_str().unwrap_or(""),
-            entry["line"].as_u64().unwrap_or(0),
-            entry["predicate"].as_str().unwrap_or(""),
-        );
-        let eliminated = chosen
-            .iter()
-            .position(|c| *c == key)
-            .map_or(String::new(), |i| (i + 1).to_string());
+        let eliminated = entry["eliminated"]
+            .as_u64()
+            .map_or(String::new(), |place| place.to_string());
         let mut record = vec![(index + 1).to_string(), eliminated];
         record.extend(columns.iter().map(|column| match &entry[*column] {
             Value::String(text) => text.clone(),

@@ -113,6 +113,26 @@ async fn two_planted_bugs_come_first() {
         chosen(&offline)[0],
         expect(&[("bugs.c", 28, "key > 75")])[0]
     );
+    // The ranking says where each predicate stands in the elimination,
+    // in JSON and in CSV.
+    let first = offline["ranking"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["predicate"] == "key > 75" && entry["line"] == 28)
+        .unwrap();
+    assert_eq!(first["eliminated"], 1);
+    let csv = Command::new(env!("CARGO_BIN_EXE_sampler-analyze"))
+        .args([Path::new("--runs"), &saved, &bugs])
+        .args(["--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let row = csv
+        .lines()
+        .find(|line| line.contains(",28,main,branches,key > 75,"))
+        .unwrap();
+    assert_eq!(row.split(',').nth(1), Some("1"), "{row}");
     assert_eq!(
         offline["elimination"][0]["source"],
         "if (key % 10 == 0 || key > 75)"
