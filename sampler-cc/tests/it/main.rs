@@ -40,51 +40,9 @@ const EVERY_SCHEME: [&str; 13] = [
 /// The tools the tests drive, built once: the packaged runtime and the
 /// offline tools (which live in other crates, so cargo does not build them
 /// for this crate's tests).
-struct Tools {
-    bin: PathBuf,
-    runtime: tempfile::TempDir,
-}
-
-fn tools() -> &'static Tools {
-    static TOOLS: OnceLock<Tools> = OnceLock::new();
-    TOOLS.get_or_init(|| {
-        let exe = std::env::current_exe().unwrap();
-        let bin = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        let target_dir = bin.parent().unwrap();
-        let profile = match bin.file_name().and_then(|name| name.to_str()) {
-            Some("debug") | None => "dev",
-            Some(other) => other,
-        };
-        let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
-            .args(["build", "--quiet", "--profile", profile])
-            .args([
-                "-p",
-                "sampler-runtime",
-                "-p",
-                "sampler-extract",
-                "-p",
-                "sampler-resolve",
-            ])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cannot run cargo");
-        assert!(status.success(), "building the runtime and tools failed");
-        let runtime = tempfile::tempdir().unwrap();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/package-runtime.sh");
-        let output = Command::new(script)
-            .arg(bin.join("libsampler_runtime.a"))
-            .arg(runtime.path())
-            .output()
-            .expect("cannot run scripts/package-runtime.sh");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        Tools { bin, runtime }
-    })
+fn tools() -> &'static sampler_testkit::Tools {
+    static TOOLS: OnceLock<sampler_testkit::Tools> = OnceLock::new();
+    TOOLS.get_or_init(|| sampler_testkit::Tools::build(&["sampler-extract", "sampler-resolve"]))
 }
 
 fn sampler_cc() -> &'static str {
