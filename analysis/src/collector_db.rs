@@ -1,7 +1,7 @@
 //! Reading runs from a collector's database (read-only).
 
 use futures_util::TryStreamExt;
-use sampler_collector::store::Store;
+use sampler_storage::store::Store;
 use sqlx::Row;
 
 use crate::dataset::Dataset;

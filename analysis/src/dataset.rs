@@ -11,8 +11,8 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use roaring::RoaringBitmap;
-use sampler_collector::counters::{DecodeError, RowVisitor, Rows, RunSamples, walk};
 use sampler_formats::{SampleKind, SchemeName, SectionKey, SiteTableReader};
+use sampler_storage::counters::{DecodeError, RowVisitor, Rows, RunSamples, walk};
 
 use crate::predicates::{PredicateShape, holds, shapes};
 use crate::ranking::Observations;

@@ -12,7 +12,7 @@ use sampler_analysis::dataset::Dataset;
 use sampler_analysis::ranking::{Analysis, Ranked, analyse};
 use sampler_analysis::run_files;
 use sampler_analysis::scores::{Ranking, z_of_confidence};
-use sampler_collector::store::{DatabaseTarget, Store};
+use sampler_storage::store::{DatabaseTarget, Store};
 use serde_json::{Value, json};
 
 /// Ranks the predicates that predict failure in the runs a collector

@@ -5,9 +5,9 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use sampler_collector::counters::RunSamples;
 use sampler_extract::SectionContents;
 use sampler_resolve::{SITE_INFO_SECTION, extract_reports};
+use sampler_storage::counters::RunSamples;
 
 use crate::collector_db::FailureRule;
 use crate::dataset::Dataset;

@@ -11,12 +11,14 @@
 
 pub mod api;
 pub mod builds;
-pub mod counters;
 pub mod crashes;
 pub mod ingest;
 pub mod limits;
 pub mod metrics;
 pub mod server;
-pub mod store;
 pub mod tokens;
 pub mod upload;
+
+// The database and the compact counters live in `sampler-storage`, which the
+// analysis shares; re-exported so that the collector's paths stay as they were.
+pub use sampler_storage::{counters, store};

@@ -5,6 +5,7 @@
 mod crashes;
 mod fault;
 mod load;
+mod planted_bugs;
 mod properties;
 mod upload;
 

@@ -6,10 +6,11 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
 
+use sampler_testkit::Tools;
 use serde_json::Value;
 
-fn analyze(source: &[&Path], args: &[&str]) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_sampler-analyze"))
+fn analyze(tools: &Tools, source: &[&Path], args: &[&str]) -> Value {
+    let output = Command::new(tools.bin.join("sampler-analyze"))
         .args(source)
         .args(["--format", "json"])
         .args(args)
@@ -54,7 +55,7 @@ fn expect(list: &[(&str, u64, &str)]) -> Vec<(String, u64, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_planted_bugs_come_first() {
     let dir = tempfile::tempdir().unwrap();
-    let tools = sampler_testkit::Tools::build(&["sampler-cc", "sampler-launcher"]);
+    let tools = Tools::build(&["sampler-cc", "sampler-launcher", "sampler-analysis"]);
     let sampler_run = tools.bin.join("sampler-run");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/c/bugs.c");
     std::fs::copy(&source, dir.path().join("bugs.c")).unwrap();
@@ -107,7 +108,7 @@ async fn two_planted_bugs_come_first() {
 
     // Offline, from the run files and the binary's site tables.
     let bugs = dir.path().join("bugs");
-    let offline = analyze(&[Path::new("--runs"), &saved, &bugs], &[]);
+    let offline = analyze(&tools, &[Path::new("--runs"), &saved, &bugs], &[]);
     assert_eq!(offline["runs"]["failing"], crashes);
     assert_eq!(
         chosen(&offline)[0],
@@ -122,7 +123,7 @@ async fn two_planted_bugs_come_first() {
         .find(|entry| entry["predicate"] == "key > 75" && entry["line"] == 28)
         .unwrap();
     assert_eq!(first["eliminated"], 1);
-    let csv = Command::new(env!("CARGO_BIN_EXE_sampler-analyze"))
+    let csv = Command::new(tools.bin.join("sampler-analyze"))
         .args([Path::new("--runs"), &saved, &bugs])
         .args(["--format", "csv"])
         .output()
@@ -191,12 +192,12 @@ async fn two_planted_bugs_come_first() {
         Path::new("--app"),
         Path::new("bugs"),
     ];
-    let report = analyze(&database, &[]);
+    let report = analyze(&tools, &database, &[]);
     assert_eq!(report["runs"]["failing"], crashes);
     assert_eq!(report["elimination"], offline["elimination"]);
     assert_eq!(report["ranking"], offline["ranking"]);
     // With exit statuses too: each bug's condition, one after the other.
-    let report = analyze(&database, &["--fail-on-exit"]);
+    let report = analyze(&tools, &database, &["--fail-on-exit"]);
     assert_eq!(report["runs"]["failing"], crashes + errors);
     let first_two: Vec<_> = chosen(&report).into_iter().take(2).collect();
     assert_eq!(
@@ -204,7 +205,7 @@ async fn two_planted_bugs_come_first() {
         expect(&[("bugs.c", 31, "total < 0"), ("bugs.c", 28, "key > 75")])
     );
     // Only exit status 1 fails (and signals): the same two.
-    let report = analyze(&database, &["--fail-on-status", "1"]);
+    let report = analyze(&tools, &database, &["--fail-on-status", "1"]);
     let first_two: Vec<_> = chosen(&report).into_iter().take(2).collect();
     assert_eq!(
         first_two,
