@@ -6,7 +6,9 @@
 //! - [`predicates`]: which predicates each scheme's sites have, when they
 //!   hold, and their C text;
 //! - [`ranking`]: the ranking of retained predicates and the iterative
-//!   redundancy elimination, over per-predicate bitmaps of runs.
+//!   redundancy elimination, over per-predicate bitmaps of runs;
+//! - [`report`]: an analysis as users read it (sites, scores, source
+//!   lines), shared by `sampler-analyze` and the collector's dashboard.
 
 #![forbid(unsafe_code)]
 
@@ -14,5 +16,6 @@ pub mod collector_db;
 pub mod dataset;
 pub mod predicates;
 pub mod ranking;
+pub mod report;
 pub mod run_files;
 pub mod scores;

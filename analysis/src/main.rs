@@ -1,7 +1,6 @@
 //! `sampler-analyze`: the predicates that predict failure, from a
 //! collector's database.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,11 +8,11 @@ use std::process::ExitCode;
 use clap::{Parser, ValueEnum};
 use sampler_analysis::collector_db::{self, FailureRule};
 use sampler_analysis::dataset::Dataset;
-use sampler_analysis::ranking::{Analysis, Ranked, analyse};
+use sampler_analysis::report::{LocalSources, Report, shuffled_outcomes};
 use sampler_analysis::run_files;
 use sampler_analysis::scores::{Ranking, z_of_confidence};
 use sampler_storage::store::{DatabaseTarget, Store};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// Ranks the predicates that predict failure in the runs a collector
 /// stored (or, offline, in run files of `sampler-run --save`): the
@@ -71,6 +70,12 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
 
+    /// Label the runs at random instead (as many failing as really failed,
+    /// a permutation seeded with SEED): a check that nothing is retained
+    /// by chance.
+    #[arg(long, value_name = "SEED")]
+    shuffle_outcomes: Option<u64>,
+
     /// Rows of the full ranking shown in the table (all in JSON and CSV).
     #[arg(long, default_value_t = 20, value_name = "N")]
     top: usize,
@@ -99,91 +104,6 @@ enum Format {
     Json,
     /// CSV: the full ranking, with each predicate's place in the elimination.
     Csv,
-}
-
-fn source_line(
-    file: &str,
-    line: u32,
-    cache: &mut HashMap<String, Option<Vec<String>>>,
-) -> Option<String> {
-    let lines = cache.entry(file.to_owned()).or_insert_with(|| {
-        std::fs::read_to_string(file)
-            .ok()
-            .map(|text| text.lines().map(str::to_owned).collect())
-    });
-    lines
-        .as_ref()?
-        .get((line as usize).checked_sub(1)?)
-        .map(|text| text.trim().to_owned())
-}
-
-fn entry(
-    dataset: &Dataset,
-    ranked: &Ranked,
-    sources: &mut HashMap<String, Option<Vec<String>>>,
-) -> Value {
-    let predicate = &dataset.predicates[ranked.predicate];
-    let site = &dataset.sites[predicate.site];
-    let scores = &ranked.scores;
-    let counts = &ranked.counts;
-    json!({
-        "file": site.file,
-        "line": site.line,
-        "function": site.function,
-        "scheme": site.scheme,
-        "predicate": predicate.text(&dataset.sites),
-        "source": source_line(&site.file, site.line, sources),
-        "failure": scores.failure,
-        "context": scores.context,
-        "increase": scores.increase,
-        "lower_bound": scores.lower_bound,
-        "importance": scores.importance,
-        "harmonic": scores.harmonic_lower_bound,
-        "ochiai": scores.ochiai,
-        "tarantula": scores.tarantula,
-        "dstar": scores.dstar,
-        "f": counts.f_true,
-        "s": counts.s_true,
-        "f_observed": counts.f_observed,
-        "s_observed": counts.s_observed,
-    })
-}
-
-fn report(dataset: &Dataset, analysis: &Analysis) -> Value {
-    let mut sources = HashMap::new();
-    let elimination: Vec<Value> = analysis
-        .elimination
-        .iter()
-        .map(|chosen| {
-            let mut value = entry(dataset, &chosen.ranked, &mut sources);
-            value["explains"] = json!(chosen.explains);
-            value["failing_left"] = json!(chosen.failing_left);
-            value
-        })
-        .collect();
-    // Each ranked predicate's place in the elimination (1-based), if any.
-    let ranking: Vec<Value> = analysis
-        .ranking
-        .iter()
-        .map(|ranked| {
-            let mut value = entry(dataset, ranked, &mut sources);
-            value["eliminated"] = json!(
-                analysis
-                    .elimination
-                    .iter()
-                    .position(|chosen| chosen.ranked.predicate == ranked.predicate)
-                    .map(|place| place + 1)
-            );
-            value
-        })
-        .collect();
-    json!({
-        "runs": { "failing": analysis.totals.failing, "successful": analysis.totals.successful },
-        "predicates": dataset.predicates.len(),
-        "unresolved_sections": dataset.unresolved_sections,
-        "elimination": elimination,
-        "ranking": ranking,
-    })
 }
 
 fn print_table(out: &mut impl Write, report: &Value, top: usize) -> std::io::Result<()> {
@@ -348,7 +268,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         bar.set_length(total);
         bar.set_position(done);
     };
-    let dataset = match (&cli.runs, &cli.app) {
+    let mut dataset = match (&cli.runs, &cli.app) {
         (Some(dir), _) => {
             let mut dataset = Dataset::new();
             for file in &cli.files {
@@ -372,14 +292,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Score::Tarantula => Ranking::Tarantula,
         Score::Dstar => Ranking::DStar,
     };
-    let analysis = analyse(
-        &dataset.observations,
-        &dataset.runs,
-        &dataset.failing,
-        ranking,
-        z,
-    );
-    let report = report(&dataset, &analysis);
+    if let Some(seed) = cli.shuffle_outcomes {
+        dataset.failing = shuffled_outcomes(&dataset.runs, &dataset.failing, seed);
+    }
+    let report = Report::analyse(&dataset, ranking, z, &mut LocalSources::default());
+    let report = serde_json::to_value(&report)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.format {

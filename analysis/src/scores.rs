@@ -47,6 +47,34 @@ pub enum Ranking {
     DStar,
 }
 
+impl Ranking {
+    /// Every ranking, by the name `sampler-analyze --rank-by` and the read
+    /// API's `rank_by` give it.
+    pub const NAMES: [(&'static str, Ranking); 5] = [
+        ("harmonic", Ranking::HarmonicLowerBound),
+        ("importance", Ranking::Importance),
+        ("ochiai", Ranking::Ochiai),
+        ("tarantula", Ranking::Tarantula),
+        ("dstar", Ranking::DStar),
+    ];
+
+    /// The ranking named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::NAMES
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, ranking)| *ranking)
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(_, ranking)| *ranking == self)
+            .map_or("harmonic", |(name, _)| name)
+    }
+}
+
 /// The z value of a two-sided confidence level in percent (95 → 1.96).
 pub fn z_of_confidence(percent: f64) -> Result<f64, ConfidenceError> {
     if !(percent > 0.0 && percent < 100.0) {

@@ -14,6 +14,7 @@ use sqlx::any::AnyRow;
 
 use crate::counters::{Rows, RunSamples};
 use crate::crashes::Frame;
+use crate::rankings::{RankingQuery, RankingSpec, RankingView};
 use crate::server::AppState;
 use crate::store::{Store, opt_text};
 use crate::tokens::{Grant, Scope};
@@ -599,6 +600,59 @@ pub async fn crash_group(
             ))
         })?;
     Ok(Json(group_json(&state, &row).await.map_err(database)?))
+}
+
+/// `GET /api/v1/ranking?app=&crash_group=&fail_on_exit=&fail_on_status=&rank_by=&confidence=`:
+/// the predicates that predict failure, as `sampler-analyze --format json`
+/// prints them (the elimination list, then the full ranking), with what
+/// was asked.
+pub async fn ranking(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<RankingQuery>,
+) -> Result<Json<Value>, Refusal> {
+    let grant = reader(&state, &headers, query.app.as_deref()).await?;
+    let spec = query.spec()?;
+    let view = ranking_view(&state, &grant, &spec).await?;
+    let mut value = serde_json::to_value(&view.report)
+        .map_err(|error| Refusal::unavailable(error.to_string()))?;
+    value["application"] = json!(grant.application);
+    value["failure"] = json!({
+        "crash_group": spec.rule.crash_group,
+        "nonzero_exit": spec.rule.nonzero_exit,
+        "statuses": spec.rule.statuses,
+    });
+    value["rank_by"] = json!(spec.ranking.name());
+    value["confidence"] = json!(spec.confidence);
+    Ok(Json(value))
+}
+
+/// The ranking under `spec` of the grant's application; a crash group
+/// must be the application's.
+pub async fn ranking_view(
+    state: &AppState,
+    grant: &Grant,
+    spec: &RankingSpec,
+) -> Result<std::sync::Arc<RankingView>, Refusal> {
+    if let Some(group) = spec.rule.crash_group {
+        sqlx::query("SELECT id FROM crash_groups WHERE id = $1 AND application_id = $2")
+            .bind(group)
+            .bind(grant.application_id)
+            .fetch_optional(&state.store.pool)
+            .await
+            .map_err(database)?
+            .ok_or_else(|| {
+                not_found(format!(
+                    "no crash group {group} in application `{}`",
+                    grant.application
+                ))
+            })?;
+    }
+    state
+        .rankings
+        .get(&state.store, grant.application_id, &grant.application, spec)
+        .await
+        .map_err(|error| Refusal::unavailable(format!("the analysis failed: {error:#}")))
 }
 
 #[cfg(test)]

@@ -74,6 +74,9 @@ pub struct BuildSummary {
     pub new_site_tables: u64,
     /// Crashes of the application symbolized thanks to these files.
     pub symbolized: usize,
+    /// Source files registered with the build.
+    #[serde(default)]
+    pub sources: usize,
 }
 
 fn read_file(name: String, path: &Path) -> Result<ReadFile, Refusal> {
@@ -148,47 +151,95 @@ fn read_file(name: String, path: &Path) -> Result<ReadFile, Refusal> {
     })
 }
 
-/// A received file, deleted when dropped.
+/// Largest source file `build add --sources` registers.
+pub const MAX_SOURCE_BYTES: usize = 16 << 20;
+
+/// A source file named by the build's site tables, as the compiler saw
+/// its path.
+#[derive(Debug)]
+struct Source {
+    path: String,
+    text: Vec<u8>,
+}
+
+/// What one registration brought: ELF files on scratch, source texts in
+/// memory.
+#[derive(Default)]
 struct Received {
+    files: Vec<ReceivedFile>,
+    sources: Vec<Source>,
+}
+
+/// A received file, deleted when dropped.
+struct ReceivedFile {
     name: String,
     path: PathBuf,
 }
 
-impl Drop for Received {
+impl Drop for ReceivedFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// A `source` part's path: the site tables' spelling, so it is kept whole
+/// (not reduced to its last component like a file's name).
+fn source_path(part: usize, name: Option<&str>) -> Result<String, Refusal> {
+    let bad = |what: &str| Refusal::malformed(format!("part {part} (a source): {what}"));
+    let path = name.ok_or_else(|| bad("no file name"))?;
+    if path.is_empty() || path.len() > 4096 || path.contains('\0') {
+        return Err(bad("a path of 1 to 4096 bytes without NUL expected"));
+    }
+    Ok(path.to_owned())
 }
 
 async fn receive_files(
     state: &AppState,
     headers: &HeaderMap,
     body: Body,
-) -> Result<Vec<Received>, Refusal> {
+) -> Result<Received, Refusal> {
     let mut multipart = crate::upload::multipart(headers, body, state.limits.max_build_bytes)?;
     let scratch = state.scratch.clone();
     tokio::fs::create_dir_all(&scratch).await.map_err(|error| {
         Refusal::unavailable(format!("cannot create {}: {error}", scratch.display()))
     })?;
-    let mut files = Vec::new();
+    let mut received = Received::default();
+    let mut part = 0;
     while let Some(mut field) = multipart
         .next_field()
         .await
         .map_err(crate::upload::multipart_refusal)?
     {
+        part += 1;
+        if field.name() == Some("source") {
+            let path = source_path(part, field.file_name())?;
+            let mut text = Vec::new();
+            while let Some(chunk) = field
+                .chunk()
+                .await
+                .map_err(crate::upload::multipart_refusal)?
+            {
+                if text.len() + chunk.len() > MAX_SOURCE_BYTES {
+                    return Err(Refusal::too_large(format!(
+                        "source `{path}`: larger than {MAX_SOURCE_BYTES} bytes"
+                    )));
+                }
+                text.extend_from_slice(&chunk);
+            }
+            received.sources.push(Source { path, text });
+            continue;
+        }
         let name = field
             .file_name()
             .or(field.name())
             .map(|name| name.rsplit('/').next().unwrap_or(name).to_owned())
             .filter(|name| !name.is_empty() && name.len() <= 255)
-            .ok_or_else(|| Refusal::malformed(format!("part {}: no file name", files.len() + 1)))?;
+            .ok_or_else(|| Refusal::malformed(format!("part {part}: no file name")))?;
         let path = scratch.join(format!("upload-{}", uuid::Uuid::new_v4()));
-        let received = Received { name, path };
-        let mut out = tokio::fs::File::create(&received.path)
-            .await
-            .map_err(|error| {
-                Refusal::unavailable(format!("cannot write {}: {error}", received.path.display()))
-            })?;
+        let file = ReceivedFile { name, path };
+        let mut out = tokio::fs::File::create(&file.path).await.map_err(|error| {
+            Refusal::unavailable(format!("cannot write {}: {error}", file.path.display()))
+        })?;
         while let Some(chunk) = field
             .chunk()
             .await
@@ -197,20 +248,17 @@ async fn receive_files(
             tokio::io::AsyncWriteExt::write_all(&mut out, &chunk)
                 .await
                 .map_err(|error| {
-                    Refusal::unavailable(format!(
-                        "cannot write {}: {error}",
-                        received.path.display()
-                    ))
+                    Refusal::unavailable(format!("cannot write {}: {error}", file.path.display()))
                 })?;
         }
-        files.push(received);
+        received.files.push(file);
     }
-    if files.is_empty() {
+    if received.files.is_empty() {
         return Err(Refusal::malformed(
             "no files: expected one part per ELF file",
         ));
     }
-    Ok(files)
+    Ok(received)
 }
 
 /// The handler.
@@ -243,7 +291,10 @@ pub async fn add(
     let release = text("sampler-application-release")
         .unwrap_or_default()
         .to_owned();
-    let received = receive_files(&state, &headers, body).await?;
+    let Received {
+        files: received,
+        sources,
+    } = receive_files(&state, &headers, body).await?;
     let files = tokio::task::spawn_blocking(move || {
         received
             .iter()
@@ -329,6 +380,22 @@ pub async fn add(
         .await
         .map_err(database)?;
     }
+    for source in &sources {
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+        encoder.write_all(&source.text).expect("writing to a Vec");
+        let data_gz = encoder.finish().expect("writing to a Vec");
+        sqlx::query(
+            "INSERT INTO build_sources (build_id, path, size, data_gz) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (build_id, path) DO UPDATE SET size = excluded.size, data_gz = excluded.data_gz",
+        )
+        .bind(build_id)
+        .bind(&source.path)
+        .bind(source.text.len() as i64)
+        .bind(data_gz.as_slice())
+        .execute(&mut *tx)
+        .await
+        .map_err(database)?;
+    }
     tx.commit().await.map_err(database)?;
     state
         .debug
@@ -355,20 +422,75 @@ pub async fn add(
             .collect(),
         new_site_tables,
         symbolized,
+        sources: sources.len(),
     }))
 }
 
-/// `sampler-collector build add`: uploads FILES as a build of APP.
+/// The source files that the site tables of `files` name, in their
+/// spelling, each once, sorted.
+pub fn named_sources(files: &[PathBuf]) -> anyhow::Result<Vec<String>> {
+    let mut paths = std::collections::BTreeSet::new();
+    for path in files {
+        let mut problem = None;
+        sampler_extract::for_each_section(path, SITE_SECTION, &mut |_,
+                                                                    contents|
+         -> Result<(), ()> {
+            match contents {
+                Ok(SectionContents::Data(bytes)) => {
+                    match sampler_formats::read_site_table(bytes.as_slice()) {
+                        Ok(sections) => paths.extend(
+                            sections
+                                .iter()
+                                .flat_map(|section| &section.sites)
+                                .map(|site| site.file.clone().into_owned()),
+                        ),
+                        Err(error) => problem = Some(format!("section {SITE_SECTION}: {error}")),
+                    }
+                }
+                Ok(SectionContents::Missing | SectionContents::Empty) => {}
+                Err(error) => problem = Some(error.to_string()),
+            }
+            Ok(())
+        })
+        .ok();
+        if let Some(problem) = problem {
+            anyhow::bail!("{}: {problem}", path.display());
+        }
+    }
+    Ok(paths.into_iter().collect())
+}
+
+/// A build to register with `upload_build`.
+#[derive(Debug, Clone, Default)]
+pub struct BuildUpload<'a> {
+    /// The application.
+    pub app: &'a str,
+    /// The build's version.
+    pub version: &'a str,
+    /// The build's release.
+    pub release: Option<&'a str>,
+    /// Its ELF files.
+    pub files: &'a [PathBuf],
+    /// Register the source files the site tables name too, relative paths
+    /// read from this folder.
+    pub sources: Option<&'a Path>,
+}
+
+/// What `upload_build` could not send.
+#[derive(Debug, Default)]
+pub struct Skipped {
+    /// Source files that could not be read or were too large, with why.
+    pub sources: Vec<String>,
+}
+
+/// `sampler-collector build add`: uploads a build's files (and sources).
 pub async fn upload_build(
     server: &str,
     token: &str,
-    app: &str,
-    version: &str,
-    release: Option<&str>,
-    files: &[PathBuf],
-) -> anyhow::Result<BuildSummary> {
+    build: &BuildUpload<'_>,
+) -> anyhow::Result<(BuildSummary, Skipped)> {
     let mut form = reqwest::multipart::Form::new();
-    for path in files {
+    for path in build.files {
         let file = tokio::fs::File::open(path)
             .await
             .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
@@ -382,14 +504,36 @@ pub async fn upload_build(
             .mime_str("application/octet-stream")?;
         form = form.part("file", part);
     }
+    let mut skipped = Skipped::default();
+    if let Some(root) = build.sources {
+        let files = build.files.to_vec();
+        let named = tokio::task::spawn_blocking(move || named_sources(&files)).await??;
+        for name in named {
+            let path = root.join(&name);
+            match tokio::fs::read(&path).await {
+                Ok(text) if text.len() <= MAX_SOURCE_BYTES => {
+                    let part = reqwest::multipart::Part::bytes(text)
+                        .file_name(name)
+                        .mime_str("text/plain")?;
+                    form = form.part("source", part);
+                }
+                Ok(text) => skipped.sources.push(format!(
+                    "{}: {} bytes, more than {MAX_SOURCE_BYTES}",
+                    path.display(),
+                    text.len()
+                )),
+                Err(error) => skipped.sources.push(format!("{}: {error}", path.display())),
+            }
+        }
+    }
     let url = format!("{}/api/v1/builds", server.trim_end_matches('/'));
     let mut request = reqwest::Client::new()
         .post(&url)
         .bearer_auth(token)
-        .header("Sampler-Application-Name", app)
-        .header("Sampler-Application-Version", version)
+        .header("Sampler-Application-Name", build.app)
+        .header("Sampler-Application-Version", build.version)
         .multipart(form);
-    if let Some(release) = release {
+    if let Some(release) = build.release {
         request = request.header("Sampler-Application-Release", release);
     }
     let response = request
@@ -401,7 +545,7 @@ pub async fn upload_build(
         let body = response.text().await.unwrap_or_default();
         anyhow::bail!("{url}: {status}: {}", body.trim());
     }
-    Ok(response.json().await?)
+    Ok((response.json().await?, skipped))
 }
 
 #[cfg(test)]

@@ -12,9 +12,11 @@
 pub mod api;
 pub mod builds;
 pub mod crashes;
+pub mod dashboard;
 pub mod ingest;
 pub mod limits;
 pub mod metrics;
+pub mod rankings;
 pub mod server;
 pub mod tokens;
 pub mod upload;

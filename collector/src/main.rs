@@ -151,6 +151,16 @@ enum BuildCommand {
         #[arg(long, value_name = "R")]
         release: Option<String>,
 
+        /// Also register the source files the site tables name, so that
+        /// the dashboard shows each predictor's code.
+        #[arg(long)]
+        sources: bool,
+
+        /// With --sources: the folder relative source paths are read from
+        /// (the build's folder, where the compiler ran).
+        #[arg(long, value_name = "DIR", default_value = ".", requires = "sources")]
+        source_root: PathBuf,
+
         /// The files.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
@@ -245,18 +255,23 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     app,
                     version,
                     release,
+                    sources,
+                    source_root,
                     files,
                 },
         } => {
-            let summary = sampler_collector::builds::upload_build(
-                &server,
-                &token,
-                &app,
-                &version,
-                release.as_deref(),
-                &files,
-            )
-            .await?;
+            let build = sampler_collector::builds::BuildUpload {
+                app: &app,
+                version: &version,
+                release: release.as_deref(),
+                files: &files,
+                sources: sources.then_some(source_root.as_path()),
+            };
+            let (summary, skipped) =
+                sampler_collector::builds::upload_build(&server, &token, &build).await?;
+            for source in &skipped.sources {
+                eprintln!("sampler-collector: source not registered: {source}");
+            }
             for file in &summary.files {
                 println!(
                     "{}\t{}\t{} site tables\t{}",
@@ -271,11 +286,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 );
             }
             println!(
-                "registered {} {} {}: {} new site tables, {} waiting crashes symbolized",
+                "registered {} {} {}: {} new site tables, {} source files, {} waiting crashes symbolized",
                 summary.application,
                 summary.version,
                 summary.release,
                 summary.new_site_tables,
+                summary.sources,
                 summary.symbolized
             );
             Ok(())

@@ -50,6 +50,8 @@ pub struct AppState {
     /// here instead of as runnable threads, which would delay the writer,
     /// the one task every upload waits for, on each of its turns.
     pub checks: Arc<tokio::sync::Semaphore>,
+    /// The analysis's rankings computed so far.
+    pub rankings: crate::rankings::Rankings,
 }
 
 impl std::fmt::Debug for AppState {
@@ -78,8 +80,20 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/runs/{id}/subreports/{name}",
             get(crate::api::subreport),
         )
+        .route("/api/v1/ranking", get(crate::api::ranking))
         .route("/api/v1/crash-groups", get(crate::api::crash_groups))
         .route("/api/v1/crash-groups/{id}", get(crate::api::crash_group))
+        .route("/", get(crate::dashboard::root))
+        .route(
+            "/login",
+            get(crate::dashboard::login_form).post(crate::dashboard::login),
+        )
+        .route("/logout", post(crate::dashboard::logout))
+        .route("/dashboard", get(crate::dashboard::overview))
+        .route(
+            "/dashboard/crash-groups/{id}",
+            get(crate::dashboard::crash_group),
+        )
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(middleware::from_fn_with_state(state.clone(), measure))
@@ -174,6 +188,7 @@ pub async fn start(
             std::thread::available_parallelism().map_or(1, usize::from),
         )),
         limits: Arc::new(limits),
+        rankings: crate::rankings::Rankings::default(),
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let shutting_down = state.shutting_down.clone();

@@ -175,7 +175,7 @@ async fn crashes_are_symbolized_when_their_build_arrives_and_grouped_by_place() 
         let stdout = String::from_utf8(output.stdout).unwrap();
         assert!(
             stdout.ends_with(
-                "registered demo 2.0 : 4 new site tables, 1 waiting crashes symbolized\n"
+                "registered demo 2.0 : 4 new site tables, 0 source files, 1 waiting crashes symbolized\n"
             ),
             "{stdout}"
         );

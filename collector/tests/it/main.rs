@@ -2,7 +2,9 @@
 //! and against a real PostgreSQL when `SAMPLER_TEST_POSTGRES_URL` names a
 //! server where the tests may create databases (README, "Testing").
 
+mod browser;
 mod crashes;
+mod dashboard;
 mod fault;
 mod load;
 mod planted_bugs;

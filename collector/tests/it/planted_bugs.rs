@@ -1,19 +1,87 @@
-//! sampler-analyze end to end: a C program with two planted bugs, built
-//! with sampler-cc, run many times, uploaded to a real collector on
-//! loopback; the analysis reads the collector's SQLite database.
+//! The whole loop on a C program with two planted bugs (`c/bugs.c`): built
+//! with sampler-cc (sampled, default schemes), run a few thousand times
+//! with random inputs through `sampler-run` at sparsity 100, uploaded to a
+//! collector on loopback. Each bug's condition must come first: from
+//! `sampler-analyze` offline and on the collector's database, from the
+//! read API, per crash group, and on the dashboard in headless Chromium.
+//! A shuffled labelling of the same runs must retain nothing.
 
+use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
+use fantoccini::Locator;
+use rand::{Rng, RngExt, SeedableRng};
+use sampler_collector::builds::{BuildUpload, upload_build};
+use sampler_collector::limits::Limits;
+use sampler_collector::server;
+use sampler_collector::store::{DatabaseTarget, Store};
+use sampler_collector::tokens::{self, Scope};
 use sampler_testkit::Tools;
 use serde_json::Value;
 
-fn analyze(tools: &Tools, source: &[&Path], args: &[&str]) -> Value {
+use crate::browser::Browser;
+
+const RUNS: usize = 2000;
+const SPARSITY: &str = "100";
+
+/// The crash's condition: the list of long words is full
+/// (`if (n_long < MAX_LONG)` false).
+const CRASH: (&str, u64, &str) = ("bugs.c", 42, "!(n_long < 8)");
+/// The wrong exit status's condition.
+const EXIT: (&str, u64, &str) = ("bugs.c", 33, "value < 0");
+
+/// One run's input: 300 tokens; in a quarter of the runs 20 to 200 long
+/// words (the crash), in a fifth 10 to 60 negative numbers (exit status
+/// 1). Returns the text and whether each bug should show.
+fn input(rng: &mut impl Rng) -> (String, bool, bool) {
+    let long = if rng.random_bool(0.25) {
+        rng.random_range(20..=200)
+    } else {
+        rng.random_range(0..=8)
+    };
+    let negative = if rng.random_bool(0.2) {
+        rng.random_range(10..=60)
+    } else {
+        0
+    };
+    let word = |rng: &mut dyn FnMut() -> u32, len: u32| -> String {
+        (0..len)
+            .map(|_| char::from(b'a' + (rng() % 26) as u8))
+            .collect()
+    };
+    let mut tokens = Vec::new();
+    let mut next = || rng.next_u32();
+    for _ in 0..long {
+        let len = 13 + next() % 8;
+        tokens.push(word(&mut next, len));
+    }
+    for _ in 0..negative {
+        tokens.push(format!("-{}", 1 + next() % 999));
+    }
+    while tokens.len() < 300 {
+        if next() % 3 == 0 {
+            tokens.push((next() % 1000).to_string());
+        } else {
+            let len = 3 + next() % 8;
+            tokens.push(word(&mut next, len));
+        }
+    }
+    // Interleaved, as real input would be.
+    for i in (1..tokens.len()).rev() {
+        let j = (next() as usize) % (i + 1);
+        tokens.swap(i, j);
+    }
+    (tokens.join(" ") + "\n", long > 8, negative > 0)
+}
+
+fn analyze(tools: &Tools, dir: &Path, source: &[&Path], args: &[&str]) -> Value {
     let output = Command::new(tools.bin.join("sampler-analyze"))
         .args(source)
         .args(["--format", "json"])
         .args(args)
+        .current_dir(dir)
         .output()
         .unwrap();
     assert!(
@@ -24,21 +92,16 @@ fn analyze(tools: &Tools, source: &[&Path], args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
+/// (file name, line, predicate) of each predictor after elimination.
 fn chosen(report: &Value) -> Vec<(String, u64, String)> {
     report["elimination"]
         .as_array()
         .unwrap()
         .iter()
         .map(|entry| {
-            let file = entry["file"]
-                .as_str()
-                .unwrap()
-                .rsplit('/')
-                .next()
-                .unwrap()
-                .to_owned();
+            let file = entry["file"].as_str().unwrap();
             (
-                file,
+                file.rsplit('/').next().unwrap().to_owned(),
                 entry["line"].as_u64().unwrap(),
                 entry["predicate"].as_str().unwrap().to_owned(),
             )
@@ -53,74 +116,94 @@ fn expect(list: &[(&str, u64, &str)]) -> Vec<(String, u64, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_planted_bugs_come_first() {
+async fn two_planted_bugs_come_first_everywhere() {
     let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
     let tools = Tools::build(&["sampler-cc", "sampler-launcher", "sampler-analysis"]);
     let sampler_run = tools.bin.join("sampler-run");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/c/bugs.c");
-    std::fs::copy(&source, dir.path().join("bugs.c")).unwrap();
+    std::fs::copy(&source, dir.join("bugs.c")).unwrap();
     tools.sampler_cc(
-        dir.path(),
+        dir,
         &["-g", "-O1", "-fsampler-strict", "bugs.c", "-o", "bugs"],
     );
 
-    // 800 runs through `sampler-run --save`, inputs from a fixed linear
-    // congruential sequence.
-    let saved = dir.path().join("saved");
+    // The runs, two at a time, each saved as a run file.
+    let saved = dir.join("saved");
     std::fs::create_dir(&saved).unwrap();
-    let mut state: u64 = 12345;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) % 100
-    };
-    let (mut crashes, mut errors) = (0u64, 0u64);
-    for _ in 0..800 {
-        let (key, mode) = (next(), next());
-        let status = Command::new(&sampler_run)
-            .arg("--save")
-            .arg(&saved)
-            .args([
-                "--app",
-                "bugs",
-                "--version",
-                "1",
-                "--sparsity",
-                "1",
-                "--",
-                "./bugs",
-            ])
-            .args([key.to_string(), mode.to_string()])
-            .current_dir(dir.path())
-            .env("SAMPLER_STATE_DIR", dir.path().join("state"))
-            .output()
-            .unwrap()
-            .status;
-        crashes += u64::from(status.signal().is_some());
-        errors += u64::from(status.code().is_some_and(|code| code != 0));
-    }
-    // The inputs make both bugs common enough to rank.
-    assert!(
-        crashes > 100 && errors > 40,
-        "{crashes} crashes, {errors} errors"
-    );
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2026);
+    let inputs: Vec<_> = (0..RUNS).map(|_| input(&mut rng)).collect();
+    let outcomes: Vec<(bool, bool)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = inputs
+            .chunks(RUNS / 2)
+            .map(|chunk| {
+                let (sampler_run, saved) = (&sampler_run, &saved);
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|(text, crash, error)| {
+                            let mut child = Command::new(sampler_run)
+                                .arg("--save")
+                                .arg(saved)
+                                .args(["--app", "bugs", "--version", "1", "--sparsity", SPARSITY])
+                                .args(["--", "./bugs"])
+                                .current_dir(dir)
+                                .env("SAMPLER_STATE_DIR", dir.join("state"))
+                                .stdin(Stdio::piped())
+                                .stdout(Stdio::null())
+                                .stderr(Stdio::null())
+                                .spawn()
+                                .unwrap();
+                            child
+                                .stdin
+                                .take()
+                                .unwrap()
+                                .write_all(text.as_bytes())
+                                .unwrap();
+                            let status = child.wait().unwrap();
+                            // Each run does what its input says.
+                            let crashed = status.signal() == Some(11);
+                            let failed = status.code() == Some(1);
+                            assert_eq!((crashed, failed), (*crash, *error && !*crash), "{status}");
+                            (crashed, failed)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap())
+            .collect()
+    });
+    let crashes = outcomes.iter().filter(|(crash, _)| *crash).count() as u64;
+    let errors = outcomes.iter().filter(|(_, error)| *error).count() as u64;
+    assert_eq!(std::fs::read_dir(&saved).unwrap().count(), RUNS);
 
     // Offline, from the run files and the binary's site tables.
-    let bugs = dir.path().join("bugs");
-    let offline = analyze(&tools, &[Path::new("--runs"), &saved, &bugs], &[]);
+    let bugs = dir.join("bugs");
+    let offline = analyze(&tools, dir, &[Path::new("--runs"), &saved, &bugs], &[]);
     assert_eq!(offline["runs"]["failing"], crashes);
-    assert_eq!(
-        chosen(&offline)[0],
-        expect(&[("bugs.c", 28, "key > 75")])[0]
+    assert_eq!(chosen(&offline)[0], expect(&[CRASH])[0]);
+    let offline_exit = analyze(
+        &tools,
+        dir,
+        &[Path::new("--runs"), &saved, &bugs],
+        &["--fail-on-exit"],
     );
-    // The ranking says where each predicate stands in the elimination,
-    // in JSON and in CSV.
+    assert_eq!(offline_exit["runs"]["failing"], crashes + errors);
+    assert_eq!(chosen(&offline_exit)[..2], expect(&[CRASH, EXIT])[..]);
+    assert_eq!(
+        offline_exit["elimination"][0]["source"],
+        "if (n_long < MAX_LONG)"
+    );
+    // Each ranked predicate says where it stands in the elimination, in
+    // JSON and in CSV.
     let first = offline["ranking"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|entry| entry["predicate"] == "key > 75" && entry["line"] == 28)
+        .find(|entry| entry["predicate"] == CRASH.2 && entry["line"] == CRASH.1)
         .unwrap();
     assert_eq!(first["eliminated"], 1);
     let csv = Command::new(tools.bin.join("sampler-analyze"))
@@ -131,51 +214,42 @@ async fn two_planted_bugs_come_first() {
     let csv = String::from_utf8(csv.stdout).unwrap();
     let row = csv
         .lines()
-        .find(|line| line.contains(",28,main,branches,key > 75,"))
+        .find(|line| line.contains(&format!(",{},main,branches,{},", CRASH.1, CRASH.2)))
         .unwrap();
     assert_eq!(row.split(',').nth(1), Some("1"), "{row}");
-    assert_eq!(
-        offline["elimination"][0]["source"],
-        "if (key % 10 == 0 || key > 75)"
-    );
 
-    // The same runs uploaded to a collector on loopback.
-    let data = dir.path().join("data");
-    let store = sampler_collector::store::Store::open(
-        &sampler_collector::store::DatabaseTarget::SqliteDir(data.clone()),
-        4,
-    )
-    .await
-    .unwrap();
-    let token =
-        sampler_collector::tokens::create(&store, "bugs", sampler_collector::tokens::Scope::Ingest)
-            .await
-            .unwrap();
+    // The same runs uploaded to a collector on loopback, the build
+    // registered with its sources.
+    let data = dir.join("data");
+    let store = Store::open(&DatabaseTarget::SqliteDir(data.clone()), 4)
+        .await
+        .unwrap();
+    let ingest = tokens::create(&store, "bugs", Scope::Ingest).await.unwrap();
+    let read = tokens::create(&store, "bugs", Scope::Read).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let running = sampler_collector::server::start(
-        store,
-        sampler_collector::limits::Limits::default(),
-        dir.path().join("incoming"),
-        listener,
-    )
-    .await
-    .unwrap();
+    let running = server::start(store, Limits::default(), dir.join("incoming"), listener)
+        .await
+        .unwrap();
     let url = format!("http://{}", running.address);
-    sampler_collector::builds::upload_build(
+    let (summary, skipped) = upload_build(
         &url,
-        &token,
-        "bugs",
-        "1",
-        None,
-        std::slice::from_ref(&bugs),
+        &ingest,
+        &BuildUpload {
+            app: "bugs",
+            version: "1",
+            files: std::slice::from_ref(&bugs),
+            sources: Some(dir),
+            ..Default::default()
+        },
     )
     .await
     .unwrap();
+    assert_eq!((summary.sources, skipped.sources.len()), (1, 0));
     let output = Command::new(&sampler_run)
         .arg("upload")
         .arg(&saved)
-        .args(["--app", "bugs", "--server", &url, "--token", &token])
-        .env("SAMPLER_STATE_DIR", dir.path().join("state"))
+        .args(["--app", "bugs", "--server", &url, "--token", &ingest])
+        .env("SAMPLER_STATE_DIR", dir.join("state"))
         .output()
         .unwrap();
     assert!(
@@ -183,32 +257,137 @@ async fn two_planted_bugs_come_first() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    running.shutdown().await.unwrap();
 
-    // Failures are deaths by a signal: the crash's condition first, as offline.
+    // sampler-analyze on the collector's database: what it said offline.
     let database = [
         Path::new("--data"),
         &data,
         Path::new("--app"),
         Path::new("bugs"),
     ];
-    let report = analyze(&tools, &database, &[]);
+    let report = analyze(&tools, dir, &database, &[]);
     assert_eq!(report["runs"]["failing"], crashes);
     assert_eq!(report["elimination"], offline["elimination"]);
     assert_eq!(report["ranking"], offline["ranking"]);
-    // With exit statuses too: each bug's condition, one after the other.
-    let report = analyze(&tools, &database, &["--fail-on-exit"]);
-    assert_eq!(report["runs"]["failing"], crashes + errors);
-    let first_two: Vec<_> = chosen(&report).into_iter().take(2).collect();
-    assert_eq!(
-        first_two,
-        expect(&[("bugs.c", 31, "total < 0"), ("bugs.c", 28, "key > 75")])
+    let report_exit = analyze(&tools, dir, &database, &["--fail-on-exit"]);
+    assert_eq!(report_exit["elimination"], offline_exit["elimination"]);
+    // Only exit status 1 fails (and signals): the same.
+    let report = analyze(&tools, dir, &database, &["--fail-on-status", "1"]);
+    assert_eq!(report["elimination"], offline_exit["elimination"]);
+
+    // A labelling that has nothing to do with the runs retains nothing.
+    for seed in ["1", "2", "3"] {
+        let shuffled = analyze(
+            &tools,
+            dir,
+            &database,
+            &["--fail-on-exit", "--shuffle-outcomes", seed],
+        );
+        assert_eq!(shuffled["runs"]["failing"], crashes + errors);
+        assert_eq!(
+            shuffled["elimination"],
+            Value::Array(Vec::new()),
+            "seed {seed}"
+        );
+        assert_eq!(shuffled["ranking"], Value::Array(Vec::new()), "seed {seed}");
+    }
+
+    // The read API: the same analysis, with source lines from the
+    // registered sources.
+    let client = reqwest::Client::new();
+    let get = |path: String| {
+        let (client, read, url) = (&client, &read, &url);
+        async move {
+            let response = client
+                .get(format!("{url}{path}"))
+                .bearer_auth(read)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "{path}");
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let api = get("/api/v1/ranking?fail_on_exit=true".to_owned()).await;
+    assert_eq!(api["elimination"], offline_exit["elimination"]);
+    assert_eq!(api["ranking"], offline_exit["ranking"]);
+
+    // One crash group, whose own predictor is the crash's condition.
+    let groups = get("/api/v1/crash-groups".to_owned()).await;
+    let groups = groups["crash_groups"].as_array().unwrap().clone();
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert_eq!(groups[0]["runs"], crashes);
+    let group = groups[0]["id"].as_i64().unwrap();
+    let own = get(format!("/api/v1/ranking?crash_group={group}")).await;
+    assert_eq!(own["runs"]["failing"], crashes);
+    assert_eq!(chosen(&own)[0], expect(&[CRASH])[0]);
+    let own_cli = analyze(
+        &tools,
+        dir,
+        &database,
+        &["--crash-group", &group.to_string()],
     );
-    // Only exit status 1 fails (and signals): the same two.
-    let report = analyze(&tools, &database, &["--fail-on-status", "1"]);
-    let first_two: Vec<_> = chosen(&report).into_iter().take(2).collect();
-    assert_eq!(
-        first_two,
-        expect(&[("bugs.c", 31, "total < 0"), ("bugs.c", 28, "key > 75")])
-    );
+    assert_eq!(own_cli["elimination"], own["elimination"]);
+
+    // The dashboard, in a browser.
+    if let Some(browser) = Browser::start().await {
+        browser.sign_in(&url, &read).await;
+        let predicates = browser.texts("#predictors code.predicate").await;
+        assert_eq!(predicates[0], CRASH.2);
+        let hit = browser.texts("#predictors pre.source .hit").await;
+        assert_eq!(
+            hit[0].trim(),
+            format!("{}  if (n_long < MAX_LONG)", CRASH.1)
+        );
+        let thermometers = browser
+            .client
+            .find_all(Locator::Css("#predictors svg.thermometer"))
+            .await
+            .unwrap();
+        assert!(!thermometers.is_empty());
+        let plotted = browser
+            .client
+            .find_all(Locator::Css("#runs-plot rect.crash"))
+            .await
+            .unwrap();
+        assert!(!plotted.is_empty());
+        browser.screenshot("dashboard").await;
+
+        // Failures with exit statuses: both bugs, one after the other.
+        browser
+            .client
+            .goto(&format!("{url}/dashboard?failure=exit"))
+            .await
+            .unwrap();
+        let predicates = browser.texts("#predictors code.predicate").await;
+        assert_eq!(predicates[..2], [CRASH.2, EXIT.2]);
+
+        // The crash group: its frames and its own predictors.
+        browser
+            .client
+            .find(Locator::Css("#crash-groups a"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        browser
+            .client
+            .wait()
+            .for_element(Locator::Css("#backtrace"))
+            .await
+            .unwrap();
+        let frames = browser.texts("#backtrace tr.frame").await;
+        assert!(
+            frames
+                .iter()
+                .any(|frame| frame.contains("main") && frame.contains("bugs.c:")),
+            "{frames:?}"
+        );
+        let predicates = browser.texts("#predictors code.predicate").await;
+        assert_eq!(predicates[0], CRASH.2);
+        browser.screenshot("crash-group").await;
+        browser.close().await;
+    }
+    running.shutdown().await.unwrap();
 }

@@ -296,10 +296,12 @@ impl Collector {
             .block_on(sampler_collector::builds::upload_build(
                 &self.url,
                 &self.ingest,
-                "demo",
-                "2.0",
-                None,
-                files,
+                &sampler_collector::builds::BuildUpload {
+                    app: "demo",
+                    version: "2.0",
+                    files,
+                    ..Default::default()
+                },
             ))
             .unwrap();
     }

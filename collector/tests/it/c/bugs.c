@@ -1,34 +1,53 @@
+/* A word and number counter with two planted bugs, for the end-to-end
+ * test of the analysis. It reads whitespace-separated tokens on stdin.
+ *
+ * Bug 1 (a crash): words longer than 12 letters are kept in a list of 8;
+ * once it is full they are dropped but still counted, and the summary
+ * then reads past the list's end and takes the length of a NULL.
+ * Bug 2 (a wrong exit status): a negative number is taken for an error,
+ * so any input with one exits with status 1.
+ *
+ * Each condition holds once per offending token, many times per run, so
+ * that sparse sampling still observes it in most runs where it holds. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ctype.h>
 
-struct record { int key; int value; };
+#define MAX_LONG 8
 
-static struct record *find(struct record *table, int n, int key) {
-    for (int i = 0; i < n; i++)
-        if (table[i].key == key)
-            return &table[i];
-    return NULL;
+static const char *long_words[MAX_LONG];
+
+static const char *long_word(int i) {
+    return i < MAX_LONG ? long_words[i] : NULL;
 }
 
-int main(int argc, char **argv) {
-    if (argc < 3)
-        return 2;
-    int key = atoi(argv[1]);
-    int mode = atoi(argv[2]);
-    struct record table[8];
-    for (int i = 0; i < 8; i++) {
-        table[i].key = i * 10;
-        table[i].value = i;
+int main(void) {
+    char token[64];
+    int n_long = 0, words = 0, numbers = 0, errors = 0;
+    long sum = 0;
+    while (scanf("%63s", token) == 1) {
+        if (isdigit((unsigned char) token[0]) || token[0] == '-') {
+            long value = strtol(token, NULL, 10);
+            numbers++;
+            if (value < 0)
+                errors++;            /* bug 2: negative numbers are valid */
+            else
+                sum += value;
+            continue;
+        }
+        words++;
+        size_t len = strlen(token);
+        if (len > 12) {
+            if (n_long < MAX_LONG)
+                long_words[n_long] = strdup(token);
+            n_long++;                /* bug 1: counted even when dropped */
+        }
     }
-    struct record *r = find(table, 8, key);
-    int total = 0;
-    if (mode > 90)
-        total = -1;
-    if (key % 10 == 0 || key > 75)
-        total += r->value;   /* crashes when key > 75: not in the table */
-    printf("%d\n", total);
-    if (total < 0)
-        return 1;            /* wrong exit status when mode > 90 */
-    return 0;
+    size_t long_letters = 0;
+    for (int i = 0; i < n_long; i++)
+        long_letters += strlen(long_word(i));   /* crashes past MAX_LONG */
+    printf("%d words, %d numbers, sum %ld, %d long words of %zu letters\n",
+           words, numbers, sum, n_long, long_letters);
+    return errors > 0 ? 1 : 0;
 }
