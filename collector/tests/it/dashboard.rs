@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 
 use crate::browser::Browser;
-use crate::{Collector, UNIT, sampler_headers};
+use crate::{Collector, UNIT, backends, sampler_headers};
 
 const PREDICATE: &str = r#"name == "<script>alert(1)</script>""#;
 const FILE: &str = "/src/<b>bold</b>.c";
@@ -58,7 +58,13 @@ fn no_redirects() -> reqwest::Client {
 
 #[tokio::test]
 async fn the_ranking_api_serves_the_analysis() {
-    let mut collector = Collector::start("sqlite").await;
+    for backend in backends() {
+        ranking_api(backend).await;
+    }
+}
+
+async fn ranking_api(backend: &str) {
+    let mut collector = Collector::start(backend).await;
     planted(&collector).await;
     let ranking = collector.get_json("/api/v1/ranking").await;
     assert_eq!(ranking["application"], "demo");
@@ -147,7 +153,13 @@ async fn the_ranking_api_serves_the_analysis() {
 
 #[tokio::test]
 async fn the_dashboard_signs_in_with_a_read_token_and_shows_markup_as_text() {
-    let mut collector = Collector::start("sqlite").await;
+    for backend in backends() {
+        dashboard(backend).await;
+    }
+}
+
+async fn dashboard(backend: &str) {
+    let mut collector = Collector::start(backend).await;
     planted(&collector).await;
     let client = no_redirects();
     let url = &collector.url;
@@ -242,6 +254,7 @@ async fn the_dashboard_signs_in_with_a_read_token_and_shows_markup_as_text() {
 
     // The same in a real browser, signing in through the form.
     if let Some(browser) = Browser::start().await {
+        eprintln!("browser on {backend}");
         browser.sign_in(url, &collector.read).await;
         assert_eq!(
             browser.texts("#predictors code.predicate").await,
@@ -270,7 +283,9 @@ async fn the_dashboard_signs_in_with_a_read_token_and_shows_markup_as_text() {
             .await
             .unwrap();
         assert_eq!(thermometers.len(), 1);
-        browser.screenshot("dashboard-markup").await;
+        browser
+            .screenshot(&format!("dashboard-markup-{backend}"))
+            .await;
         browser.close().await;
     }
     collector.stop().await;

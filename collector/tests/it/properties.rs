@@ -155,3 +155,50 @@ proptest! {
         }
     }
 }
+
+/// GETs `path` (with `cookie` when given, else the read token) and
+/// returns the status and body.
+fn get(path: &str, cookie: Option<&str>) -> (u16, String) {
+    let shared = shared();
+    let collector = &shared.collector;
+    shared.runtime.block_on(async {
+        let mut request = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap()
+            .get(format!("{}{path}", collector.url));
+        request = match cookie {
+            Some(cookie) => request.header("Cookie", format!("sampler_token={cookie}")),
+            None => request.bearer_auth(&collector.read),
+        };
+        let response = request.send().await.unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    // Any query string: a ranking, or a 400 or 404 that says why.
+    #[test]
+    fn ranking_queries_are_answered_or_refused_by_name(
+        key in prop::sample::select(vec!["crash_group", "fail_on_exit", "fail_on_status", "rank_by", "confidence", "app", "other"]),
+        value in "[ -~]{0,24}",
+    ) {
+        let query: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair(key, &value)
+            .finish();
+        let (status, body) = get(&format!("/api/v1/ranking?{query}"), None);
+        prop_assert!([200, 400, 403, 404].contains(&status), "{status} {body}");
+        if status != 200 {
+            prop_assert!(!body.is_empty());
+        }
+    }
+
+    // Any cookie: the login form again (never a page, never a 5xx).
+    #[test]
+    fn dashboard_cookies_are_checked(cookie in "[!#-+.-~]{0,80}") {
+        let (status, body) = get("/dashboard", Some(&cookie));
+        prop_assert!([303, 401].contains(&status), "{status} {body}");
+    }
+}
