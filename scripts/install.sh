@@ -24,7 +24,7 @@ for tool in sampler-cc extract-section extract-report resolve-samples resolve-ti
     sampler-collector sampler-run; do
     install -m 755 "$release/$tool" "$prefix/bin/$tool"
 done
-"$root/scripts/package-runtime.sh" "$release/libsampler_runtime.a" "$prefix/lib/sampler"
+SAMPLER_CC="$release/sampler-cc" "$root/scripts/package-runtime.sh" "$release/libsampler_runtime.a" "$prefix/lib/sampler"
 ln -sfn "$prefix/bin/sampler-cc" "$prefix/libexec/sampler-cc/cc1"
 install -m 644 "$root/runtime/include/sampler.h" "$prefix/include/sampler.h"
 echo "installed in $prefix"

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use crate::cc1::ENV_REAL_CC1;
-use crate::options::{ENV_OPTIONS, Options};
+use crate::options::{self, ENV_OPTIONS, Options};
+use crate::runtime_package;
 
 /// The compiler sampler-cc stands in for; `gcc` unless set. May hold
 /// arguments (`SAMPLER_REAL_CC="gcc-12 -m64"`).
@@ -114,6 +115,9 @@ pub fn parse_command(args: &[String]) -> Result<GccCommand, crate::options::Opti
 }
 
 pub fn main(args: Vec<String>) -> ExitCode {
+    if args.first().map(String::as_str) == Some(PACKAGE_RUNTIME) {
+        return package_runtime(&args[1..]);
+    }
     let command = match parse_command(&args) {
         Ok(command) => command,
         Err(err) => {
@@ -122,6 +126,20 @@ pub fn main(args: Vec<String>) -> ExitCode {
         }
     };
     let (program, mut real_args) = real_cc();
+    let asks = |flag: &str| command.gcc_args.iter().any(|arg| arg == flag);
+    if asks("--sampler-help") {
+        print!("{}", sampler_help());
+        return ExitCode::SUCCESS;
+    }
+    // gcc neither compiles nor links with these.
+    if asks("--help") {
+        real_args.extend(command.gcc_args);
+        return help(&program, &real_args);
+    }
+    if asks("--version") {
+        real_args.extend(command.gcc_args);
+        return version(&program, &real_args);
+    }
     if !command.has_inputs || command.no_compile {
         real_args.extend(command.gcc_args);
         return exec(&program, &real_args, &[]);
@@ -143,15 +161,140 @@ pub fn main(args: Vec<String>) -> ExitCode {
     }
     real_args.extend(command.gcc_args.iter().cloned());
     if !command.no_link {
-        match runtime_dir() {
-            Some(dir) => real_args.extend(runtime_link_args(&dir, &command)),
-            None => eprintln!(
+        match runtime_dir(&program) {
+            Ok(Some(dir)) => real_args.extend(runtime_link_args(&dir, &command)),
+            Ok(None) => eprintln!(
                 "sampler-cc: warning: cannot find the sampler runtime (libsampler_runtime.so); \
-                 set {ENV_RUNTIME_DIR} to its folder"
+                 set {ENV_RUNTIME_DIR} to its folder (sampler-cc --sampler-help says where it looks)"
             ),
+            Err(err) => {
+                eprintln!("sampler-cc: error: {err}");
+                return ExitCode::from(1);
+            }
         }
     }
     exec(&program, &real_args, &env)
+}
+
+/// The hidden subcommand `scripts/package-runtime.sh` runs:
+/// `sampler-cc --sampler-package-runtime STATICLIB OUTDIR`.
+pub const PACKAGE_RUNTIME: &str = "--sampler-package-runtime";
+
+fn package_runtime(args: &[String]) -> ExitCode {
+    let [staticlib, out] = args else {
+        eprintln!("usage: sampler-cc {PACKAGE_RUNTIME} STATICLIB OUTDIR");
+        return ExitCode::from(2);
+    };
+    let (program, _) = real_cc();
+    match runtime_package::package(Path::new(staticlib), Path::new(out), &program) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("sampler-cc: error: {err}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `--help`: gcc's help, then sampler-cc's; gcc's exit status.
+fn help(program: &str, args: &[String]) -> ExitCode {
+    use std::io::Write;
+    let status = match Command::new(program).args(args).status() {
+        Ok(status) => status,
+        Err(err) => {
+            eprintln!("sampler-cc: cannot run {program}: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = write!(stdout, "\n{}", sampler_help());
+    let _ = stdout.flush();
+    exit_code(status)
+}
+
+/// `--version`: gcc's first line (which configure scripts parse), then
+/// `sampler-cc VERSION`, then the rest of gcc's output; gcc's exit status.
+fn version(program: &str, args: &[String]) -> ExitCode {
+    use std::io::Write;
+    let output = match Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::inherit())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+    {
+        Ok(output) => output,
+        Err(err) => {
+            eprintln!("sampler-cc: cannot run {program}: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let stdout = &output.stdout;
+    let split = stdout
+        .iter()
+        .position(|&byte| byte == b'\n')
+        .map_or(stdout.len(), |end| end + 1);
+    let mut text = stdout[..split].to_vec();
+    if !text.is_empty() && !text.ends_with(b"\n") {
+        text.push(b'\n');
+    }
+    text.extend_from_slice(format!("sampler-cc {}\n", env!("CARGO_PKG_VERSION")).as_bytes());
+    text.extend_from_slice(&stdout[split..]);
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&text);
+    let _ = out.flush();
+    exit_code(output.status)
+}
+
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    match status.code() {
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::from(1),
+    }
+}
+
+/// sampler-cc's part of `--help`, alone for `--sampler-help`: its flags and
+/// where it looks for what it needs, with the paths for this program.
+pub fn sampler_help() -> String {
+    let exe_dir = self_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("DIR"));
+    let runtime_env = match std::env::var_os(ENV_RUNTIME_DIR) {
+        Some(dir) => format!("now {}", dir.to_string_lossy()),
+        None => "unset now".into(),
+    };
+    let real_cc = match std::env::var(ENV_REAL_CC) {
+        Ok(value) => format!("now {value}"),
+        Err(_) => "unset now".into(),
+    };
+    format!(
+        "{flags}
+Where sampler-cc looks for what it needs (DIR: its own folder, now {dir}):
+  The real compiler: ${ENV_REAL_CC} ({real_cc}), a command that may hold
+    arguments, else gcc. Its cc1 is the one `gcc -print-prog-name=cc1` names.
+  Its cc1 stage (a link to sampler-cc that gcc runs for each C file):
+    DIR/../libexec/sampler-cc/cc1 (installed), else a link it makes in
+    DIR/sampler-cc-stage/, else in the temporary folder.
+  The runtime, when linking (libsampler_runtime.so, or libsampler_runtime.a
+  with -static or -fsampler-static-runtime), the first of:
+    1. the folder ${ENV_RUNTIME_DIR} names ({runtime_env});
+    2. DIR/../lib/sampler, where scripts/install.sh puts it;
+    3. DIR, if it holds libsampler_runtime.so;
+    4. DIR/{packaged}/, where sampler-cc packages cargo's staticlib
+       DIR/libsampler_runtime.a (there after `cargo build`) the first time
+       and again whenever cargo rebuilds it, with ld, objcopy and ar
+       (binutils) and gcc.
+  libclang, when compiling (instrumented programs do not need it): the
+    library $LIBCLANG_PATH names (a folder, or the file itself) if set, and
+    only there; else the highest version of libclang.so, libclang-*.so,
+    libclang.so.* and libclang-*.so.* found in `llvm-config --prefix`'s bin/,
+    lib/ and lib64/ (llvm-config from $LLVM_CONFIG_PATH, else $PATH),
+    $LD_LIBRARY_PATH, $LIBRARY_PATH, /usr/local/llvm*/lib*, /usr/local/lib*
+    and /usr/lib* and their subfolders two deep. libclang 14 or later.
+",
+        dir = exe_dir.display(),
+        flags = options::flags_help(),
+        packaged = runtime_package::PACKAGED_DIR,
+    )
 }
 
 /// What links the runtime: the shared library by default, so that every
@@ -261,19 +404,37 @@ fn ensure_link(dir: &Path, exe: &Path) -> std::io::Result<()> {
     std::fs::rename(&temporary, &link)
 }
 
-/// `SAMPLER_RUNTIME_DIR`, else `../lib/sampler` from this program, else
-/// this program's folder.
-fn runtime_dir() -> Option<PathBuf> {
-    let has_runtime = |dir: &Path| dir.join("libsampler_runtime.so").exists();
+/// Where the runtime is, in this order: `SAMPLER_RUNTIME_DIR`;
+/// `../lib/sampler` from this program (installed); this program's folder,
+/// when it holds a packaged runtime; `sampler-runtime/` in this program's
+/// folder, packaged there from cargo's staticlib beside this program (after
+/// `cargo build`), and again when cargo rebuilt it. `Ok(None)`: none of
+/// these; `Err`: cargo's staticlib is there but cannot be packaged.
+fn runtime_dir(cc: &str) -> Result<Option<PathBuf>, String> {
+    let has_runtime = |dir: &Path| dir.join(runtime_package::SHARED).exists();
     if let Some(dir) = std::env::var_os(ENV_RUNTIME_DIR) {
-        return Some(PathBuf::from(dir));
+        return Ok(Some(PathBuf::from(dir)));
     }
-    let exe = self_exe().ok()?;
-    let exe_dir = exe.parent()?;
-    [exe_dir.join("../lib/sampler"), exe_dir.to_path_buf()]
+    let Some(exe_dir) = self_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    else {
+        return Ok(None);
+    };
+    if let Some(dir) = [exe_dir.join("../lib/sampler"), exe_dir.clone()]
         .into_iter()
         .find(|dir| has_runtime(dir))
-        .and_then(|dir| dir.canonicalize().ok())
+    {
+        return Ok(dir.canonicalize().ok());
+    }
+    let staticlib = exe_dir.join(runtime_package::ARCHIVE);
+    if !staticlib.is_file() {
+        return Ok(None);
+    }
+    let out = exe_dir.join(runtime_package::PACKAGED_DIR);
+    runtime_package::ensure_packaged(&staticlib, &out, cc)
+        .map(|()| Some(out))
+        .map_err(|err| format!("{} (from {})", err, staticlib.display()))
 }
 
 #[cfg(test)]

@@ -14,3 +14,4 @@ pub mod frontend;
 pub mod instrument;
 pub mod options;
 pub mod preprocessed;
+pub mod runtime_package;

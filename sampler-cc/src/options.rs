@@ -111,132 +111,291 @@ pub enum OptionError {
     Unknown(String),
 }
 
+/// One of sampler-cc's flags: how it is parsed ([`Options::apply`]) and
+/// shown (`sampler-cc --sampler-help`), from the one table [`FLAGS`].
+#[derive(Debug, Clone, Copy)]
+pub enum Flag {
+    /// A flag alone (`-fsample`).
+    Switch {
+        name: &'static str,
+        set: fn(&mut Options),
+    },
+    /// A flag with a value (`-fsampler-scheme=NAME`): `prefix` ends with
+    /// `=`, `value` names the value in the help.
+    Valued {
+        prefix: &'static str,
+        value: &'static str,
+        set: fn(&mut Options, &str) -> Result<(), OptionError>,
+    },
+}
+
+impl Flag {
+    /// `Some(value)` (empty for a switch) when `arg` is this flag.
+    pub fn matches<'a>(&self, arg: &'a str) -> Option<&'a str> {
+        match self {
+            Flag::Switch { name, .. } => (arg == *name).then_some(""),
+            Flag::Valued { prefix, .. } => arg.strip_prefix(prefix),
+        }
+    }
+
+    /// The flag as the help shows it.
+    pub fn synopsis(&self) -> String {
+        match self {
+            Flag::Switch { name, .. } => (*name).to_owned(),
+            Flag::Valued { prefix, value, .. } => format!("{prefix}{value}"),
+        }
+    }
+}
+
+/// Flags that mean one thing, with its explanation; in `meaning`,
+/// `{schemes}` and `{default}` stand for the supported and default schemes.
+#[derive(Debug)]
+pub struct FlagGroup {
+    pub flags: &'static [Flag],
+    pub meaning: &'static str,
+}
+
+const fn switch(name: &'static str, set: fn(&mut Options)) -> Flag {
+    Flag::Switch { name, set }
+}
+
+const fn valued(
+    prefix: &'static str,
+    value: &'static str,
+    set: fn(&mut Options, &str) -> Result<(), OptionError>,
+) -> Flag {
+    Flag::Valued { prefix, value, set }
+}
+
+/// Every sampler-cc flag: the parser and the help both read this table.
+/// Any other `-fsampler-...` is an error rather than a gcc flag.
+pub const FLAGS: &[FlagGroup] = &[
+    FlagGroup {
+        flags: &[valued("-fsampler-scheme=", "NAME", |o, v| o.add_scheme(v))],
+        meaning: "instrument this scheme (repeatable): {schemes}; default {default}",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fassign-into-field", |o| o.assign_into_field = true),
+            switch("-fno-assign-into-field", |o| o.assign_into_field = false),
+            switch("-fassign-into-index", |o| o.assign_into_index = true),
+            switch("-fno-assign-into-index", |o| o.assign_into_index = false),
+            switch("-fassign-across-pointer", |o| {
+                o.assign_across_pointer = true
+            }),
+            switch("-fno-assign-across-pointer", |o| {
+                o.assign_across_pointer = false
+            }),
+        ],
+        meaning: "the assignment schemes (scalar-pairs, bounds, float-kinds) also observe \
+                  assignments to struct fields, array elements, and memory reached through a \
+                  pointer (default: whole named variables only)",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fcompare-constants", |o| o.compare_constants = true),
+            switch("-fno-compare-constants", |o| o.compare_constants = false),
+        ],
+        meaning: "scalar-pairs also compares with every integer literal of the unit's \
+                  instrumented functions (default: only 0, or null)",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-ftimestamp-first", |o| o.timestamp_first = true),
+            switch("-fno-timestamp-first", |o| o.timestamp_first = false),
+            switch("-ftimestamp-last", |o| o.timestamp_last = true),
+            switch("-fno-timestamp-last", |o| o.timestamp_last = false),
+        ],
+        meaning: "record the logical time of each site's first / last observation \
+                  (<timestamps> sections; read them with resolve-timestamps)",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample", |o| o.sample = true),
+            switch("-fno-sample", |o| o.sample = false),
+        ],
+        meaning: "sampled counting through the runtime's countdown (default), or count every \
+                  event",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fclone-regions", |o| o.clone_regions = true),
+            switch("-fno-clone-regions", |o| o.clone_regions = false),
+        ],
+        meaning: "sampled builds: fast and slow copies of regions with the countdown in a \
+                  local (default), or one countdown check per site (slower; for comparison)",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fthreads", |o| o.threads = true),
+            switch("-fno-threads", |o| o.threads = false),
+        ],
+        meaning: "atomic counter increments in -fno-sample builds (implied by -pthread; \
+                  sampled builds are always atomic)",
+    },
+    FlagGroup {
+        flags: &[
+            valued("-finclude-function=", "F", |o, v| {
+                o.add_filter(true, FilterTarget::Function(v.into()))
+            }),
+            valued("-fexclude-function=", "F", |o, v| {
+                o.add_filter(false, FilterTarget::Function(v.into()))
+            }),
+            valued("-finclude-file=", "FILE", |o, v| {
+                o.add_filter(true, FilterTarget::File(v.into()))
+            }),
+            valued("-fexclude-file=", "FILE", |o, v| {
+                o.add_filter(false, FilterTarget::File(v.into()))
+            }),
+            valued("-finclude-location=", "FILE:LINE", |o, v| {
+                o.add_filter(true, location("-finclude-location", v)?)
+            }),
+            valued("-fexclude-location=", "FILE:LINE", |o, v| {
+                o.add_filter(false, location("-fexclude-location", v)?)
+            }),
+        ],
+        meaning: "which sites to keep: the first rule that matches a site decides, * matches \
+                  any text, and a site no rule matches is kept. Files match as gcc names them \
+                  or made absolute. -finclude-function=foo -fexclude-function='*' keeps only \
+                  foo",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-frelative-paths", |o| o.relative_paths = true),
+            switch("-fno-relative-paths", |o| o.relative_paths = false),
+        ],
+        meaning: "file names in site tables as gcc gives them (default: absolute)",
+    },
+    FlagGroup {
+        flags: &[switch("-fsampler-strict", |o| o.strict = true)],
+        meaning: "a file that cannot be instrumented is an error (default: it is compiled as \
+                  is, with one warning)",
+    },
+    FlagGroup {
+        flags: &[switch("-fsampler-static-runtime", |o| {
+            o.static_runtime = true
+        })],
+        meaning: "link libsampler_runtime.a instead of the shared runtime (implied by -static)",
+    },
+    FlagGroup {
+        flags: &[switch("-fsampler-stats", |o| o.stats = true)],
+        meaning: "print each file's function and site counts, the regions cloned and those \
+                  that fell back, and the instrumenter's time",
+    },
+];
+
+/// The flags of [`FLAGS`], in order.
+pub fn all_flags() -> impl Iterator<Item = &'static Flag> {
+    FLAGS.iter().flat_map(|group| group.flags)
+}
+
+/// The prefix of flags that are sampler-cc's even when unknown (and then
+/// an error rather than a gcc flag).
+const RESERVED_PREFIX: &str = "-fsampler-";
+
+fn location(flag: &'static str, value: &str) -> Result<FilterTarget, OptionError> {
+    let bad = || OptionError::BadLocation(flag, value.into());
+    let (file, line) = value.rsplit_once(':').ok_or_else(bad)?;
+    let line = line.parse().map_err(|_| bad())?;
+    Ok(FilterTarget::Location {
+        file: file.into(),
+        line,
+    })
+}
+
+/// sampler-cc's part of `--help`: its flags, generated from [`FLAGS`].
+pub fn flags_help() -> String {
+    const WIDTH: usize = 79;
+    const COLUMN: usize = 30;
+    let mut text =
+        String::from("sampler-cc's own flags (it removes them before gcc sees the command):\n");
+    for group in FLAGS {
+        let meaning = group
+            .meaning
+            .replace("{schemes}", &names(&SUPPORTED_SCHEMES))
+            .replace("{default}", &names(&DEFAULT_SCHEMES).replace(", ", " and "));
+        let synopses: Vec<String> = group.flags.iter().map(Flag::synopsis).collect();
+        let mut line = String::from(" ");
+        for synopsis in &synopses {
+            if line.len() > 1 && line.len() + 2 + synopsis.len() > WIDTH {
+                text.push_str(&line);
+                text.push('\n');
+                line = String::from(" ");
+            }
+            line.push(' ');
+            line.push_str(synopsis);
+            line.push(',');
+        }
+        let line = line.trim_end_matches(',').to_owned();
+        let mut current = if line.len() + 1 < COLUMN {
+            format!("{line:COLUMN$}")
+        } else {
+            text.push_str(&line);
+            text.push('\n');
+            " ".repeat(COLUMN)
+        };
+        for word in meaning.split_whitespace() {
+            if current.len() > COLUMN && current.len() + 1 + word.len() > WIDTH {
+                text.push_str(&current);
+                text.push('\n');
+                current = " ".repeat(COLUMN);
+            }
+            if current.len() > COLUMN {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+        text.push_str(&current);
+        text.push('\n');
+    }
+    text.push_str(&format!(
+        "  Any other {RESERVED_PREFIX}... is an error. Every other argument goes to gcc.\n"
+    ));
+    text
+}
+
 impl Options {
     /// Whether `arg` is one of sampler-cc's flags (which gcc must not see).
     pub fn is_sampler_flag(arg: &str) -> bool {
-        const EXACT: [&str; 23] = [
-            "-fcompare-constants",
-            "-fno-compare-constants",
-            "-fassign-into-field",
-            "-fno-assign-into-field",
-            "-fassign-into-index",
-            "-fno-assign-into-index",
-            "-fassign-across-pointer",
-            "-fno-assign-across-pointer",
-            "-ftimestamp-first",
-            "-fno-timestamp-first",
-            "-ftimestamp-last",
-            "-fno-timestamp-last",
-            "-fsample",
-            "-fno-sample",
-            "-fclone-regions",
-            "-fno-clone-regions",
-            "-frelative-paths",
-            "-fno-relative-paths",
-            "-fthreads",
-            "-fno-threads",
-            "-fsampler-strict",
-            "-fsampler-static-runtime",
-            "-fsampler-stats",
-        ];
-        const PREFIXES: [&str; 7] = [
-            "-fsampler-",
-            "-finclude-function=",
-            "-fexclude-function=",
-            "-finclude-file=",
-            "-fexclude-file=",
-            "-finclude-location=",
-            "-fexclude-location=",
-        ];
-        EXACT.contains(&arg) || PREFIXES.iter().any(|prefix| arg.starts_with(prefix))
+        arg.starts_with(RESERVED_PREFIX) || all_flags().any(|flag| flag.matches(arg).is_some())
     }
 
     /// Applies one sampler flag.
     pub fn apply(&mut self, arg: &str) -> Result<(), OptionError> {
         self.given.push(arg.to_owned());
-        match arg {
-            "-fsample" => self.sample = true,
-            "-fno-sample" => self.sample = false,
-            "-fclone-regions" => self.clone_regions = true,
-            "-fno-clone-regions" => self.clone_regions = false,
-            "-frelative-paths" => self.relative_paths = true,
-            "-fno-relative-paths" => self.relative_paths = false,
-            "-fthreads" => self.threads = true,
-            "-fno-threads" => self.threads = false,
-            "-fsampler-strict" => self.strict = true,
-            "-fsampler-static-runtime" => self.static_runtime = true,
-            "-fsampler-stats" => self.stats = true,
-            "-fcompare-constants" => self.compare_constants = true,
-            "-fno-compare-constants" => self.compare_constants = false,
-            "-fassign-into-field" => self.assign_into_field = true,
-            "-fno-assign-into-field" => self.assign_into_field = false,
-            "-fassign-into-index" => self.assign_into_index = true,
-            "-fno-assign-into-index" => self.assign_into_index = false,
-            "-fassign-across-pointer" => self.assign_across_pointer = true,
-            "-fno-assign-across-pointer" => self.assign_across_pointer = false,
-            "-ftimestamp-first" => self.timestamp_first = true,
-            "-fno-timestamp-first" => self.timestamp_first = false,
-            "-ftimestamp-last" => self.timestamp_last = true,
-            "-fno-timestamp-last" => self.timestamp_last = false,
-            _ => return self.apply_valued(arg),
+        for flag in all_flags() {
+            match (flag, flag.matches(arg)) {
+                (_, None) => {}
+                (Flag::Switch { set, .. }, Some(_)) => {
+                    set(self);
+                    return Ok(());
+                }
+                (Flag::Valued { prefix, set, .. }, Some(value)) => {
+                    if value.is_empty() {
+                        return Err(OptionError::Empty(prefix.trim_end_matches('=').into()));
+                    }
+                    return set(self, value);
+                }
+            }
+        }
+        Err(OptionError::Unknown(arg.into()))
+    }
+
+    fn add_scheme(&mut self, value: &str) -> Result<(), OptionError> {
+        let available = || names(&SUPPORTED_SCHEMES);
+        let scheme = match Scheme::from_name(value) {
+            Some(scheme) if SUPPORTED_SCHEMES.contains(&scheme) => scheme,
+            Some(_) => return Err(OptionError::UnsupportedScheme(value.into(), available())),
+            None => return Err(OptionError::UnknownScheme(value.into(), available())),
+        };
+        if !self.schemes.contains(&scheme) {
+            self.schemes.push(scheme);
         }
         Ok(())
     }
 
-    fn apply_valued(&mut self, arg: &str) -> Result<(), OptionError> {
-        let (flag, value) = arg
-            .split_once('=')
-            .ok_or_else(|| OptionError::Unknown(arg.into()))?;
-        if value.is_empty() {
-            return Err(OptionError::Empty(flag.into()));
-        }
-        let filter = |include, target| Filter { include, target };
-        let location = |flag: &'static str| -> Result<FilterTarget, OptionError> {
-            let (file, line) = value
-                .rsplit_once(':')
-                .ok_or_else(|| OptionError::BadLocation(flag, value.into()))?;
-            let line = line
-                .parse()
-                .map_err(|_| OptionError::BadLocation(flag, value.into()))?;
-            Ok(FilterTarget::Location {
-                file: file.into(),
-                line,
-            })
-        };
-        match flag {
-            "-fsampler-scheme" => {
-                let available = || names(&SUPPORTED_SCHEMES);
-                let scheme = match Scheme::from_name(value) {
-                    Some(scheme) if SUPPORTED_SCHEMES.contains(&scheme) => scheme,
-                    Some(_) => {
-                        return Err(OptionError::UnsupportedScheme(value.into(), available()));
-                    }
-                    None => return Err(OptionError::UnknownScheme(value.into(), available())),
-                };
-                if !self.schemes.contains(&scheme) {
-                    self.schemes.push(scheme);
-                }
-            }
-            "-finclude-function" => self
-                .filters
-                .push(filter(true, FilterTarget::Function(value.into()))),
-            "-fexclude-function" => self
-                .filters
-                .push(filter(false, FilterTarget::Function(value.into()))),
-            "-finclude-file" => self
-                .filters
-                .push(filter(true, FilterTarget::File(value.into()))),
-            "-fexclude-file" => self
-                .filters
-                .push(filter(false, FilterTarget::File(value.into()))),
-            "-finclude-location" => self
-                .filters
-                .push(filter(true, location("-finclude-location")?)),
-            "-fexclude-location" => self
-                .filters
-                .push(filter(false, location("-fexclude-location")?)),
-            _ => return Err(OptionError::Unknown(arg.into())),
-        }
+    fn add_filter(&mut self, include: bool, target: FilterTarget) -> Result<(), OptionError> {
+        self.filters.push(Filter { include, target });
         Ok(())
     }
 

@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 mod drop_in;
+mod install;
 mod project;
 mod sampling;
 mod schemes;
