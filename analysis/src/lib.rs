@@ -8,13 +8,15 @@
 //! - [`ranking`]: the ranking of retained predicates and the iterative
 //!   redundancy elimination, over per-predicate bitmaps of runs;
 //! - [`report`]: an analysis as users read it (sites, scores, source
-//!   lines), shared by `sampler-analyze` and the collector's dashboard.
+//!   lines), shared by `sampler-analyze` and the collector's dashboard;
+//! - [`output`]: a report as a terminal table or CSV.
 
 #![forbid(unsafe_code)]
 
 pub mod collector_db;
 pub mod dataset;
 pub mod predicates;
+pub mod output;
 pub mod ranking;
 pub mod report;
 pub mod run_files;

@@ -8,11 +8,11 @@ use std::process::ExitCode;
 use clap::{Parser, ValueEnum};
 use sampler_analysis::collector_db::{self, FailureRule};
 use sampler_analysis::dataset::Dataset;
+use sampler_analysis::output::{self, TableStyle};
 use sampler_analysis::report::{LocalSources, Report, shuffled_outcomes};
 use sampler_analysis::run_files;
 use sampler_analysis::scores::{Ranking, z_of_confidence};
 use sampler_storage::store::{DatabaseTarget, Store};
-use serde_json::Value;
 
 /// Ranks the predicates that predict failure in the runs a collector
 /// stored (or, offline, in run files of `sampler-run --save`): the
@@ -106,152 +106,6 @@ enum Format {
     Csv,
 }
 
-fn print_table(out: &mut impl Write, report: &Value, top: usize) -> std::io::Result<()> {
-    let width = console::Term::stdout()
-        .size_checked()
-        .map_or(120, |(_, columns)| usize::from(columns));
-    let bold = console::Style::new().bold();
-    let dim = console::Style::new().dim();
-    writeln!(
-        out,
-        "{} failing and {} successful runs; {} predicates.",
-        report["runs"]["failing"], report["runs"]["successful"], report["predicates"]
-    )?;
-    if report["unresolved_sections"].as_u64().unwrap_or(0) > 0 {
-        writeln!(
-            out,
-            "{}",
-            dim.apply_to(format!(
-                "{} sections of runs had no site table (register their builds with `sampler-collector build add`).",
-                report["unresolved_sections"]
-            ))
-        )?;
-    }
-    let row = |out: &mut dyn Write,
-               index: String,
-               entry: &Value,
-               extra: String|
-     -> std::io::Result<()> {
-        let location = format!(
-            "{}:{}",
-            entry["file"]
-                .as_str()
-                .unwrap_or("?")
-                .rsplit('/')
-                .next()
-                .unwrap_or("?"),
-            entry["line"]
-        );
-        let mut line = format!(
-            "{index:>3} {location:<22} {:<18} {:<32} hl {:.3}  inc {:.3}  lb {:.3}  ctx {:.3}  F {:>5}  S {:>5}{extra}",
-            entry["function"].as_str().unwrap_or("?"),
-            entry["predicate"].as_str().unwrap_or("?"),
-            entry["harmonic"].as_f64().unwrap_or(0.0),
-            entry["increase"].as_f64().unwrap_or(0.0),
-            entry["lower_bound"].as_f64().unwrap_or(0.0),
-            entry["context"].as_f64().unwrap_or(0.0),
-            entry["f"],
-            entry["s"],
-        );
-        if line.chars().count() > width {
-            line = line
-                .chars()
-                .take(width.saturating_sub(1))
-                .collect::<String>()
-                + "…";
-        }
-        writeln!(out, "{line}")?;
-        if let Some(source) = entry["source"].as_str() {
-            let source: String = source.chars().take(width.saturating_sub(8)).collect();
-            writeln!(out, "{}", dim.apply_to(format!("      | {source}")))?;
-        }
-        Ok(())
-    };
-    writeln!(
-        out,
-        "\n{}",
-        bold.apply_to("Predictors after redundancy elimination")
-    )?;
-    let elimination = report["elimination"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    if elimination.is_empty() {
-        writeln!(
-            out,
-            "  none: no predicate is retained (lower bound of Increase > 0, true in at least 10 runs)"
-        )?;
-    }
-    for (index, entry) in elimination.iter().enumerate() {
-        let extra = format!(
-            "  explains {} failing, {} left",
-            entry["explains"], entry["failing_left"]
-        );
-        row(out, format!("{}.", index + 1), entry, extra)?;
-    }
-    let ranking = report["ranking"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    writeln!(
-        out,
-        "\n{}",
-        bold.apply_to(format!(
-            "All retained predicates ({}), best first",
-            ranking.len()
-        ))
-    )?;
-    for (index, entry) in ranking.iter().take(top).enumerate() {
-        row(out, format!("{}.", index + 1), entry, String::new())?;
-    }
-    Ok(())
-}
-
-fn print_csv(out: impl Write, report: &Value) -> anyhow::Result<()> {
-    let mut writer = csv::Writer::from_writer(out);
-    let columns = [
-        "file",
-        "line",
-        "function",
-        "scheme",
-        "predicate",
-        "failure",
-        "context",
-        "increase",
-        "lower_bound",
-        "importance",
-        "harmonic",
-        "ochiai",
-        "tarantula",
-        "dstar",
-        "f",
-        "s",
-        "f_observed",
-        "s_observed",
-    ];
-    let mut header: Vec<&str> = vec!["rank", "eliminated"];
-    header.extend(columns);
-    writer.write_record(&header)?;
-    for (index, entry) in report["ranking"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let eliminated = entry["eliminated"]
-            .as_u64()
-            .map_or(String::new(), |place| place.to_string());
-        let mut record = vec![(index + 1).to_string(), eliminated];
-        record.extend(columns.iter().map(|column| match &entry[*column] {
-            Value::String(text) => text.clone(),
-            other => other.to_string(),
-        }));
-        writer.write_record(&record)?;
-    }
-    writer.flush()?;
-    Ok(())
-}
-
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let z = z_of_confidence(cli.confidence)?;
     let rule = FailureRule {
@@ -296,13 +150,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         dataset.failing = shuffled_outcomes(&dataset.runs, &dataset.failing, seed);
     }
     let report = Report::analyse(&dataset, ranking, z, &mut LocalSources::default());
-    let report = serde_json::to_value(&report)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.format {
-        Format::Table => print_table(&mut out, &report, cli.top)?,
+        Format::Table => output::print_table(&mut out, &report, TableStyle::for_stdout(cli.top))?,
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
-        Format::Csv => print_csv(&mut out, &report)?,
+        Format::Csv => output::print_csv(&mut out, &report)?,
     }
     Ok(())
 }
