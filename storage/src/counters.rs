@@ -592,6 +592,13 @@ impl Input<'_> {
     }
 
     fn varint(&mut self) -> Result<u64, DecodeError> {
+        // Most values (small counters, gaps in dense stretches) are one byte.
+        if let Some(&byte) = self.bytes.get(self.at)
+            && byte < 0x80
+        {
+            self.at += 1;
+            return Ok(u64::from(byte));
+        }
         match u64::decode_var(&self.bytes[self.at..]) {
             Some((value, n)) => {
                 self.at += n;
