@@ -4,7 +4,9 @@ use futures_util::TryStreamExt;
 use sampler_storage::store::Store;
 use sqlx::Row;
 
-use crate::dataset::Dataset;
+use sampler_storage::counters::walk;
+
+use crate::dataset::{Batch, Dataset};
 
 /// Which runs count as failures.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -37,6 +39,32 @@ impl FailureRule {
             None => Some(failed),
         }
     }
+}
+
+/// Runs walked by one thread at a time.
+const CHUNK: usize = 512;
+
+/// Chunks in flight per walking thread.
+const DEPTH: usize = 2;
+
+/// One stored run, as read.
+struct StoredRun {
+    run: u32,
+    run_id: String,
+    failed: Option<bool>,
+    blob: Vec<u8>,
+}
+
+/// Walks the blobs of `runs` into `batch`; the number of runs.
+fn walk_chunk(batch: &mut Batch, runs: &[StoredRun]) -> anyhow::Result<usize> {
+    for stored in runs {
+        if batch.start_run(stored.run, stored.failed) {
+            walk(&stored.blob, batch)
+                .map_err(|error| anyhow::anyhow!("run {}: {error}", stored.run_id))?;
+        }
+    }
+    batch.group();
+    Ok(runs.len())
 }
 
 /// Loads `application`'s site tables and runs into a dataset, calling
@@ -77,19 +105,82 @@ pub async fn load(
     )
     .bind(application_id)
     .fetch(&store.pool);
+    // The blobs are walked on other threads, a chunk of runs at a time
+    // (chunk i on worker i mod n), while this one reads the next rows and
+    // adds the walked chunks to the dataset, in order. At most `DEPTH`
+    // chunks per worker are in flight. (The receiving blocks this thread
+    // while a worker finishes a chunk.)
+    let n_workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 4);
+    let mut jobs = Vec::new();
+    let mut results = Vec::new();
+    let mut workers = Vec::new();
+    for _ in 0..n_workers {
+        let (job_sender, job_receiver) = std::sync::mpsc::channel::<(Batch, Vec<StoredRun>)>();
+        let (result_sender, result_receiver) = std::sync::mpsc::channel();
+        jobs.push(job_sender);
+        results.push(result_receiver);
+        workers.push(std::thread::spawn(move || {
+            for (mut batch, runs) in job_receiver {
+                let result = walk_chunk(&mut batch, &runs).map(|n| (batch, n));
+                if result_sender.send(result).is_err() {
+                    return;
+                }
+            }
+        }));
+    }
+    let mut sent = 0usize;
+    let mut added = 0usize;
+    let mut done: u64 = 0;
+    let mut receive = |dataset: &mut Dataset, added: &mut usize| -> anyhow::Result<()> {
+        let (batch, n) = results[*added % n_workers]
+            .recv()
+            .map_err(|_| anyhow::anyhow!("a thread reading runs stopped"))??;
+        dataset.add_batch(batch);
+        *added += 1;
+        done += n as u64;
+        progress(done, total as u64);
+        Ok(())
+    };
+    let mut chunk = Vec::with_capacity(CHUNK);
     let mut run: u32 = 0;
-    while let Some(row) = rows.try_next().await? {
-        let run_id: String = row.try_get(0)?;
-        let failed = rule.classify(row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
-        let blob: Vec<u8> = row.try_get(4)?;
-        dataset
-            .add_run_blob(run, failed, &blob)
-            .map_err(|error| anyhow::anyhow!("run {run_id}: {error}"))?;
-        run += 1;
-        if run.is_multiple_of(1024) {
-            progress(u64::from(run), total as u64);
+    let mut more = true;
+    while more {
+        match rows.try_next().await? {
+            Some(row) => {
+                chunk.push(StoredRun {
+                    run,
+                    run_id: row.try_get(0)?,
+                    failed: rule.classify(row.try_get(1)?, row.try_get(2)?, row.try_get(3)?),
+                    blob: row.try_get(4)?,
+                });
+                run = run
+                    .checked_add(1)
+                    .ok_or_else(|| anyhow::anyhow!("more than 2^32 runs"))?;
+            }
+            None => more = false,
+        }
+        if chunk.len() == CHUNK || (!more && !chunk.is_empty()) {
+            if sent - added == DEPTH * n_workers {
+                receive(&mut dataset, &mut added)?;
+            }
+            jobs[sent % n_workers]
+                .send((dataset.batch(), std::mem::take(&mut chunk)))
+                .map_err(|_| anyhow::anyhow!("a thread reading runs stopped"))?;
+            sent += 1;
         }
     }
+    while added < sent {
+        receive(&mut dataset, &mut added)?;
+    }
+    drop(jobs);
+    for worker in workers {
+        worker
+            .join()
+            .map_err(|_| anyhow::anyhow!("a thread reading runs panicked"))?;
+    }
+    dataset.finish();
     progress(u64::from(run), total as u64);
     Ok(dataset)
 }

@@ -57,14 +57,58 @@ pub struct Analysis {
     pub elimination: Vec<Chosen>,
 }
 
-fn counts(observations: &Observations, active: &RoaringBitmap, failing: &RoaringBitmap) -> Counts {
-    let f_true = observations.held.intersection_len(failing);
-    let f_observed = observations.observed.intersection_len(failing);
+/// A set of runs to intersect with, and whether it is every run from its
+/// least to its greatest (then an intersection is a range's cardinality).
+struct RunSet<'a> {
+    runs: &'a RoaringBitmap,
+    range: Option<std::ops::RangeInclusive<u32>>,
+}
+
+impl<'a> RunSet<'a> {
+    fn new(runs: &'a RoaringBitmap) -> Self {
+        let range = match (runs.min(), runs.max()) {
+            (Some(min), Some(max)) if runs.len() == u64::from(max - min) + 1 => Some(min..=max),
+            _ => None,
+        };
+        Self { runs, range }
+    }
+
+    fn intersection_len(&self, bitmap: &RoaringBitmap) -> u64 {
+        match &self.range {
+            Some(range) => bitmap.range_cardinality(range.clone()),
+            None if self.runs.is_empty() => 0,
+            None => bitmap.intersection_len(self.runs),
+        }
+    }
+}
+
+/// The counts of `observations`; `previous` are those of the predicate
+/// scored just before, reused when it was observed in the same runs (the
+/// predicates of one site are).
+fn counts(
+    observations: &Observations,
+    previous: Option<(&Observations, Counts)>,
+    active: &RunSet<'_>,
+    failing: &RunSet<'_>,
+) -> Counts {
+    let (f_observed, s_observed) = match previous {
+        Some((other, counts)) if other.observed == observations.observed => {
+            (counts.f_observed, counts.s_observed)
+        }
+        _ => {
+            let f_observed = failing.intersection_len(&observations.observed);
+            (
+                f_observed,
+                active.intersection_len(&observations.observed) - f_observed,
+            )
+        }
+    };
+    let f_true = failing.intersection_len(&observations.held);
     Counts {
         f_true,
-        s_true: observations.held.intersection_len(active) - f_true,
+        s_true: active.intersection_len(&observations.held) - f_true,
         f_observed,
-        s_observed: observations.observed.intersection_len(active) - f_observed,
+        s_observed,
     }
 }
 
@@ -78,21 +122,51 @@ fn better(a: &Ranked, b: &Ranked, ranking: Ranking) -> Ordering {
         .then(a.predicate.cmp(&b.predicate))
 }
 
-fn score_all<'a>(
-    predicates: &'a [Observations],
-    candidates: impl Iterator<Item = usize> + 'a,
-    active: &'a RoaringBitmap,
-    failing: &'a RoaringBitmap,
+/// Scores `candidates` (and keeps the retained ones, when `retained`),
+/// on two threads when there are many.
+fn score_all(
+    predicates: &[Observations],
+    candidates: &[usize],
+    active: &RoaringBitmap,
+    failing: &RoaringBitmap,
     totals: Totals,
     z: f64,
-) -> impl Iterator<Item = Ranked> + 'a {
-    candidates.map(move |predicate| {
-        let counts = counts(&predicates[predicate], active, failing);
-        Ranked {
-            predicate,
-            counts,
-            scores: Scores::compute(counts, totals, z),
+) -> Vec<Ranked> {
+    let active = RunSet::new(active);
+    let failing = RunSet::new(failing);
+    let score = |candidates: &[usize]| -> Vec<Ranked> {
+        let mut previous: Option<(usize, Counts)> = None;
+        let mut out = Vec::new();
+        for &predicate in candidates {
+            let counts = counts(
+                &predicates[predicate],
+                previous.map(|(other, counts)| (&predicates[other], counts)),
+                &active,
+                &failing,
+            );
+            previous = Some((predicate, counts));
+            let ranked = Ranked {
+                predicate,
+                counts,
+                scores: Scores::compute(counts, totals, z),
+            };
+            if ranked.scores.retained(ranked.counts) {
+                out.push(ranked);
+            }
         }
+        out
+    };
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    if threads < 2 || candidates.len() < 4096 {
+        return score(candidates);
+    }
+    let (low, high) = candidates.split_at(candidates.len() / 2);
+    std::thread::scope(|scope| {
+        let low = scope.spawn(|| score(low));
+        let mut high = score(high);
+        let mut out = low.join().expect("scoring does not panic");
+        out.append(&mut high);
+        out
     })
 }
 
@@ -112,10 +186,8 @@ pub fn analyse(
         failing: failing.len(),
         successful: runs.len() - failing.len(),
     };
-    let mut ranked: Vec<Ranked> =
-        score_all(predicates, 0..predicates.len(), runs, &failing, totals, z)
-            .filter(|ranked| ranked.scores.retained(ranked.counts))
-            .collect();
+    let all: Vec<usize> = (0..predicates.len()).collect();
+    let mut ranked = score_all(predicates, &all, runs, &failing, totals, z);
     ranked.sort_by(|a, b| better(a, b, ranking));
 
     // Candidates are the predicates retained over all runs: pruning first
@@ -131,16 +203,7 @@ pub fn analyse(
             failing: failing_active.len(),
             successful: active.len() - failing_active.len(),
         };
-        let round: Vec<Ranked> = score_all(
-            predicates,
-            candidates.iter().copied(),
-            &active,
-            &failing_active,
-            totals,
-            z,
-        )
-        .filter(|ranked| ranked.scores.retained(ranked.counts))
-        .collect();
+        let round = score_all(predicates, &candidates, &active, &failing_active, totals, z);
         let Some(best) = round.iter().min_by(|a, b| better(a, b, ranking)).cloned() else {
             break;
         };

@@ -10,7 +10,7 @@ use sampler_resolve::{SITE_INFO_SECTION, extract_reports};
 use sampler_storage::counters::RunSamples;
 
 use crate::collector_db::FailureRule;
-use crate::dataset::Dataset;
+use crate::dataset::{Batch, Dataset};
 
 /// Adds the site tables of `path`: an ELF binary, object or archive (its
 /// `.debug_site_info` sections) or a site table text file.
@@ -104,7 +104,15 @@ pub fn run_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// Runs read by one thread before the next batch is handed over.
+const CHUNK: usize = 512;
+
 /// Adds every run file of `dir` to `dataset`, calling `progress(done, total)`.
+///
+/// Files are read and parsed on two threads, in chunks, and added in
+/// order; the usual shape of a run file (`samples` subreports of counter
+/// schemes, then `outcome`) is read by a single pass that skips rows of
+/// zeros without parsing them, anything else by the general parser.
 pub fn add_runs(
     dataset: &mut Dataset,
     dir: &Path,
@@ -115,35 +123,364 @@ pub fn add_runs(
         anyhow::bail!("crash groups are the collector's: --crash-group needs --data or --database");
     }
     let files = run_files(dir)?;
-    for (run, file) in files.iter().enumerate() {
-        let bytes =
-            std::fs::read(file).map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))?;
-        let mut outcome_text = Vec::new();
-        let n = extract_reports(bytes.as_slice(), "outcome", &mut outcome_text)
-            .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))?;
-        if n == 0 {
-            anyhow::bail!(
-                "{}: no `outcome` subreport: not a run file of `sampler-run --save`",
-                file.display()
-            );
-        }
-        let outcome = outcome(&String::from_utf8_lossy(&outcome_text), file)?;
-        let mut samples_text = Vec::new();
-        extract_reports(
-            bytes.as_slice(),
-            sampler_formats::SAMPLES_REPORT_ID,
-            &mut samples_text,
-        )
-        .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))?;
-        let samples = RunSamples::parse(&samples_text)
-            .map_err(|error| anyhow::anyhow!("{}: samples: {error}", file.display()))?;
-        let failed = rule.classify(outcome.exit_status, outcome.exit_signal, None);
-        let run = u32::try_from(run).map_err(|_| anyhow::anyhow!("more than 2^32 runs"))?;
-        dataset.add_run(run, failed, &samples);
-        if run % 1024 == 1023 {
-            progress(u64::from(run) + 1, files.len() as u64);
-        }
+    if u32::try_from(files.len()).is_err() {
+        anyhow::bail!("more than 2^32 runs");
     }
+    let n_chunks = files.len().div_ceil(CHUNK);
+    let n_workers = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 4)
+        .min(n_chunks.max(1));
+    let template = dataset.batch();
+    let files = &files;
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        let mut results = Vec::new();
+        for worker in 0..n_workers {
+            let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+            results.push(receiver);
+            let template = template.empty();
+            scope.spawn(move || {
+                for chunk in (worker..n_chunks).step_by(n_workers) {
+                    let mut batch = template.empty();
+                    let start = chunk * CHUNK;
+                    let end = (start + CHUNK).min(files.len());
+                    let result = (start..end)
+                        .try_for_each(|run| read_run(&mut batch, run as u32, &files[run], rule))
+                        .map(|()| {
+                            batch.group();
+                            batch
+                        });
+                    let failed = result.is_err();
+                    if sender.send(result).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+        }
+        for chunk in 0..n_chunks {
+            let batch = results[chunk % n_workers]
+                .recv()
+                .map_err(|_| anyhow::anyhow!("a reading thread stopped"))??;
+            dataset.add_batch(batch);
+            let done = ((chunk + 1) * CHUNK).min(files.len());
+            progress(done as u64, files.len() as u64);
+        }
+        Ok(())
+    })?;
+    dataset.finish();
     progress(files.len() as u64, files.len() as u64);
     Ok(())
+}
+
+/// Reads run file `file` as run number `run` into `batch`.
+fn read_run(batch: &mut Batch, run: u32, file: &Path, rule: &FailureRule) -> anyhow::Result<()> {
+    let bytes =
+        std::fs::read(file).map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))?;
+    read_run_bytes(batch, run, &bytes, file, rule)
+}
+
+/// [`read_run`] of the file's bytes.
+fn read_run_bytes(
+    batch: &mut Batch,
+    run: u32,
+    bytes: &[u8],
+    file: &Path,
+    rule: &FailureRule,
+) -> anyhow::Result<()> {
+    let mark = batch.mark();
+    batch.start_run(run, Some(false));
+    if let Some(outcome) = fast::read(bytes, batch)
+        && let Ok(outcome) = self::outcome(&outcome, file)
+    {
+        let failed = rule.classify(outcome.exit_status, outcome.exit_signal, None);
+        batch.set_outcome(mark, failed);
+        return Ok(());
+    }
+    batch.rollback(mark);
+    read_run_generally(batch, run, bytes, file, rule)
+}
+
+/// [`read_run`] with the general parser only.
+fn read_run_generally(
+    batch: &mut Batch,
+    run: u32,
+    bytes: &[u8],
+    file: &Path,
+    rule: &FailureRule,
+) -> anyhow::Result<()> {
+    let mut outcome_text = Vec::new();
+    let n = extract_reports(bytes, "outcome", &mut outcome_text)
+        .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))?;
+    if n == 0 {
+        anyhow::bail!(
+            "{}: no `outcome` subreport: not a run file of `sampler-run --save`",
+            file.display()
+        );
+    }
+    let outcome = outcome(&String::from_utf8_lossy(&outcome_text), file)?;
+    let mut samples_text = Vec::new();
+    extract_reports(bytes, sampler_formats::SAMPLES_REPORT_ID, &mut samples_text)
+        .map_err(|error| anyhow::anyhow!("{}: {error}", file.display()))?;
+    let samples = RunSamples::parse(&samples_text)
+        .map_err(|error| anyhow::anyhow!("{}: samples: {error}", file.display()))?;
+    let failed = rule.classify(outcome.exit_status, outcome.exit_signal, None);
+    if batch.start_run(run, failed) {
+        batch.add_samples(&samples);
+    }
+    Ok(())
+}
+
+/// The single pass over run files of the usual shape.
+mod fast {
+    use sampler_formats::{MAX_LINE_BYTES, SampleKind, SchemeName, SectionKey, UnitSignature};
+    use sampler_storage::counters::MAX_SITES_PER_SECTION;
+
+    use crate::dataset::Batch;
+
+    /// Adds the counters of `bytes`, a run file, to the current run of
+    /// `batch`, and returns its `outcome` subreports' text; `None` when
+    /// the file is not of the shape read here (the caller then reads it
+    /// with the general parser, which also names any error). Accepted is
+    /// only what the general parser reads the same way: subreports with
+    /// well-formed ids, each line ending with a newline; `samples`
+    /// subreports holding only `<samples>` sections of known counter
+    /// schemes, one per unit and scheme, with canonical decimal counters;
+    /// other subreports' lines valid UTF-8 and not `<report` tags.
+    pub(super) fn read(bytes: &[u8], batch: &mut Batch) -> Option<String> {
+        if !bytes.ends_with(b"\n") {
+            return None;
+        }
+        let mut input = Lines { bytes, at: 0 };
+        let mut outcome = String::new();
+        let mut n_outcomes = 0;
+        let mut keys: Vec<SectionKey> = Vec::new();
+        while let Some(line) = input.next() {
+            let id = line.strip_prefix(b"<report id=\"")?.strip_suffix(b"\">")?;
+            if id.is_empty() || id.iter().any(|b| matches!(b, b'"' | b'<' | b'>')) {
+                return None;
+            }
+            if id == sampler_formats::SAMPLES_REPORT_ID.as_bytes() {
+                loop {
+                    let line = input.next()?;
+                    if line == b"</report>" {
+                        break;
+                    }
+                    let key = samples_tag(line)?;
+                    let Some(SampleKind::Counters(arity)) = key.scheme.sample_kind() else {
+                        return None;
+                    };
+                    if keys.contains(&key) {
+                        return None;
+                    }
+                    let has_table = batch.counter_section(&key);
+                    keys.push(key);
+                    let rows = match arity {
+                        1 => section::<2>(&mut input, batch, has_table),
+                        2 => section::<4>(&mut input, batch, has_table),
+                        3 => section::<6>(&mut input, batch, has_table),
+                        4 => section::<8>(&mut input, batch, has_table),
+                        9 => section::<18>(&mut input, batch, has_table),
+                        _ => None,
+                    }?;
+                    if rows >= MAX_SITES_PER_SECTION {
+                        return None;
+                    }
+                }
+            } else {
+                std::str::from_utf8(id).ok()?;
+                let is_outcome = id == b"outcome";
+                loop {
+                    let line = input.next()?;
+                    if line == b"</report>" {
+                        n_outcomes += usize::from(is_outcome);
+                        break;
+                    }
+                    if line.len() > MAX_LINE_BYTES || line.starts_with(b"<report") {
+                        return None;
+                    }
+                    let text = std::str::from_utf8(line).ok()?;
+                    if is_outcome {
+                        outcome.push_str(text);
+                        outcome.push('\n');
+                    }
+                }
+            }
+        }
+        (n_outcomes > 0).then_some(outcome)
+    }
+
+    struct Lines<'a> {
+        bytes: &'a [u8],
+        at: usize,
+    }
+
+    impl<'a> Lines<'a> {
+        /// The next line, without its newline (every line has one).
+        fn next(&mut self) -> Option<&'a [u8]> {
+            let rest = &self.bytes[self.at..];
+            let end = rest.iter().position(|&b| b == b'\n')?;
+            self.at += end + 1;
+            Some(&rest[..end])
+        }
+    }
+
+    /// `<samples unit="U" scheme="S">`.
+    fn samples_tag(line: &[u8]) -> Option<SectionKey> {
+        let rest = line.strip_prefix(b"<samples unit=\"")?;
+        let (unit, rest) = rest.split_at_checked(32)?;
+        let scheme = rest.strip_prefix(b"\" scheme=\"")?.strip_suffix(b"\">")?;
+        let unit: UnitSignature = std::str::from_utf8(unit).ok()?.parse().ok()?;
+        let scheme: SchemeName = std::str::from_utf8(scheme).ok()?.parse().ok()?;
+        Some(SectionKey::new(unit, scheme))
+    }
+
+    /// Reads a section's rows of `L / 2` counters up to `</samples>`,
+    /// adding the non-zero ones (when `has_table`); the number of rows.
+    fn section<const L: usize>(
+        input: &mut Lines<'_>,
+        batch: &mut Batch,
+        has_table: bool,
+    ) -> Option<usize> {
+        let mut zero = [b'\t'; L];
+        for slot in 0..L / 2 {
+            zero[2 * slot] = b'0';
+        }
+        zero[L - 1] = b'\n';
+        let mut row = 0usize;
+        loop {
+            // Rows of zeros, the most common by far, are compared whole.
+            while input.bytes.len() - input.at >= L && input.bytes[input.at..input.at + L] == zero {
+                input.at += L;
+                row += 1;
+            }
+            let line = input.next()?;
+            if line == b"</samples>" {
+                return Some(row);
+            }
+            let mask = counters(line, L / 2)?;
+            if mask != 0 && has_table {
+                batch.row_mask(u32::try_from(row).ok()?, mask);
+            }
+            row += 1;
+        }
+    }
+
+    /// The mask of the non-zero counters of a row of `arity` canonical
+    /// decimal counters (each below 2^64).
+    fn counters(line: &[u8], arity: usize) -> Option<u16> {
+        let mut mask = 0u16;
+        let mut n = 0;
+        for field in line.split(|&b| b == b'\t') {
+            if n == arity
+                || field.is_empty()
+                || field.len() > 20
+                || (field.len() > 1 && field[0] == b'0')
+                || !field.iter().all(u8::is_ascii_digit)
+            {
+                return None;
+            }
+            if field.len() == 20 {
+                std::str::from_utf8(field).ok()?.parse::<u64>().ok()?;
+            }
+            if field != b"0" {
+                mask |= 1 << n;
+            }
+            n += 1;
+        }
+        (n == arity).then_some(mask)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const U1: &str = "0123456789abcdef0123456789abcdef";
+    const U2: &str = "fedcba9876543210fedcba9876543210";
+
+    fn dataset() -> Dataset {
+        let mut dataset = Dataset::new();
+        dataset
+            .add_site_tables(&format!(
+                "<sites unit=\"{U1}\" scheme=\"branches\">\n/a.c\t1\tf\t0\tx\n/a.c\t2\tf\t1\ty\n/a.c\t3\tf\t2\tz\n</sites>\n\
+                 <sites unit=\"{U1}\" scheme=\"returns\">\n/a.c\t4\tf\t3\tg\n/a.c\t5\tf\t4\th\n</sites>\n\
+                 <sites unit=\"{U2}\" scheme=\"branches\">\n/a.c\t1\tf\t0\tx\n/b.c\t9\tm\t0\tw\n</sites>\n"
+            ))
+            .unwrap();
+        dataset
+    }
+
+    const OUTCOME: &str =
+        "<report id=\"outcome\">\nreport-id\tx\nexit-status\t0\nexit-signal\t11\n</report>\n";
+
+    /// Every file read both ways: the same error or the same dataset.
+    #[test]
+    fn the_single_pass_reads_as_the_general_parser() {
+        let samples = |body: &str| format!("<report id=\"samples\">\n{body}</report>\n");
+        let b1 =
+            |rows: &str| format!("<samples unit=\"{U1}\" scheme=\"branches\">\n{rows}</samples>\n");
+        let r1 =
+            |rows: &str| format!("<samples unit=\"{U1}\" scheme=\"returns\">\n{rows}</samples>\n");
+        let b2 =
+            |rows: &str| format!("<samples unit=\"{U2}\" scheme=\"branches\">\n{rows}</samples>\n");
+        let unknown =
+            format!("<samples unit=\"{U2}\" scheme=\"function-entries\">\n0\n3\n</samples>\n");
+        let files = [
+            samples(&(b1("0\t0\n2\t0\n0\t7\n") + &r1("0\t0\t0\n0\t1\t0\n") + &b2("1\t1\n0\t0\n")))
+                + OUTCOME,
+            samples(&b1("0\t0\n0\t0\n0\t0\n"))
+                + &samples(&r1("1\t0\t0\n0\t0\t0\n"))
+                + "<report id=\"other\">\nanything <x>\n</report>\n"
+                + OUTCOME,
+            samples(&unknown) + OUTCOME,
+            samples("") + OUTCOME + OUTCOME,
+            // Read by the general parser only, or refused by both.
+            samples(&(b1("0\t0\n2\t0\n0\t7\n") + &b1("1\t0\n0\t0\n0\t1\n"))) + OUTCOME,
+            samples(&b1("0\t0\n02\t0\n0\t7\n")) + OUTCOME,
+            samples(&b1("0\t0\n18446744073709551616\t0\n0\t7\n")) + OUTCOME,
+            samples(&b1("0\t0\n18446744073709551615\t0\n0\t7\n")) + OUTCOME,
+            samples(&b1("0\t0\n0\t0\t0\n0\t7\n")) + OUTCOME,
+            samples(&b1("0\t0\r\n0\t0\n0\t7\n")) + OUTCOME,
+            samples(&b1("0\t0\n0\t0\n")) + OUTCOME.trim_end(),
+            samples(&format!(
+                "<timestamps unit=\"{U1}\" scheme=\"branches\" when=\"first\">\n1\n0\n</timestamps>\n"
+            )) + OUTCOME,
+            samples(&b1("0\t1\n")),
+            samples(&b1("0\t1\n")) + "<report id=\"outcome\">\nexit-status\t0\n</report>\n",
+            samples(&b1("0\t1\n")) + "<report id=\"outcome\">\n<report id=\"x\">\n</report>\n",
+            format!("{}{OUTCOME}", b1("0\t1\n")),
+            samples(&(b1("0\t1\n") + "\n")) + OUTCOME,
+            "<report id=\"\">\n</report>\n".to_owned() + OUTCOME,
+            samples(&b1("0\t1\n")).replace("</report>\n", "") + OUTCOME,
+        ];
+        let rule = FailureRule::default();
+        for (index, file) in files.iter().enumerate() {
+            let read = |general: bool| {
+                let mut dataset = dataset();
+                let mut batch = dataset.batch();
+                let path = Path::new("x.report");
+                let result = if general {
+                    read_run_generally(&mut batch, 3, file.as_bytes(), path, &rule)
+                } else {
+                    read_run_bytes(&mut batch, 3, file.as_bytes(), path, &rule)
+                };
+                dataset.add_batch(batch);
+                dataset.finish();
+                (
+                    result.map_err(|error| error.to_string()),
+                    dataset.observations,
+                    dataset.runs,
+                    dataset.failing,
+                    dataset.unresolved_sections,
+                )
+            };
+            let general = read(true);
+            assert_eq!(read(false), general, "file {index}");
+            if index < 4 {
+                assert!(general.0.is_ok(), "file {index}: {:?}", general.0);
+                let taken = fast::read(file.as_bytes(), &mut dataset().batch());
+                assert!(taken.is_some(), "file {index}: not read in a single pass");
+            }
+        }
+    }
 }
