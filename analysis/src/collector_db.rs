@@ -67,24 +67,72 @@ fn walk_chunk(batch: &mut Batch, runs: &[StoredRun]) -> anyhow::Result<usize> {
     Ok(runs.len())
 }
 
+/// Which runs of an application are analysed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Only the runs (and site tables) of this build (its row id), instead
+    /// of every build's, merged.
+    pub build: Option<i64>,
+}
+
+/// The id of `application`'s build `version`/`release`, if there is one.
+pub async fn build_id(
+    store: &Store,
+    application: &str,
+    version: &str,
+    release: &str,
+) -> anyhow::Result<Option<i64>> {
+    let row = sqlx::query(
+        "SELECT b.id FROM builds b JOIN applications a ON a.id = b.application_id \
+         WHERE a.name = $1 AND b.version = $2 AND b.release = $3",
+    )
+    .bind(application)
+    .bind(version)
+    .bind(release)
+    .fetch_optional(&store.pool)
+    .await?;
+    Ok(row.map(|row| row.try_get(0)).transpose()?)
+}
+
 /// Loads `application`'s site tables and runs into a dataset, calling
 /// `progress(done, total)` as runs are read.
 pub async fn load(
     store: &Store,
     application: &str,
     rule: &FailureRule,
+    progress: impl FnMut(u64, u64),
+) -> anyhow::Result<Dataset> {
+    load_selected(store, application, &Selection::default(), rule, progress).await
+}
+
+/// [`load`], of the runs `selection` names.
+pub async fn load_selected(
+    store: &Store,
+    application: &str,
+    selection: &Selection,
+    rule: &FailureRule,
     mut progress: impl FnMut(u64, u64),
 ) -> anyhow::Result<Dataset> {
     let application_id = store.application_id(application).await?.ok_or_else(|| {
         anyhow::anyhow!("no application `{application}` in the collector's database")
     })?;
+    // A build is one of the application's, so filtering on it alone is
+    // enough; the placeholder stays $1 so that both queries bind one value.
+    let (scope, key) = match selection.build {
+        Some(build) => ("b.id = $1", build),
+        None => ("b.application_id = $1", application_id),
+    };
+    let runs_scope = match selection.build {
+        Some(_) => "build_id = $1",
+        None => "application_id = $1",
+    };
     let mut dataset = Dataset::new();
-    let tables = sqlx::query(
+    let tables = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT DISTINCT st.id, st.sites FROM site_tables st \
          JOIN build_site_tables bst ON bst.site_table_id = st.id \
-         JOIN builds b ON b.id = bst.build_id WHERE b.application_id = $1 ORDER BY st.id",
-    )
-    .bind(application_id)
+         JOIN builds b ON b.id = bst.build_id WHERE {scope} ORDER BY st.id"
+    )))
+    .bind(key)
     .fetch_all(&store.pool)
     .await?;
     for row in &tables {
@@ -94,16 +142,18 @@ pub async fn load(
             .add_site_tables(&text)
             .map_err(|error| anyhow::anyhow!("site table {id} in the database: {error}"))?;
     }
-    let total: i64 = sqlx::query("SELECT COUNT(*) FROM runs WHERE application_id = $1")
-        .bind(application_id)
-        .fetch_one(&store.pool)
-        .await?
-        .try_get(0)?;
-    let mut rows = sqlx::query(
+    let total: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT COUNT(*) FROM runs WHERE {runs_scope}"
+    )))
+    .bind(key)
+    .fetch_one(&store.pool)
+    .await?
+    .try_get(0)?;
+    let mut rows = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT run_id, exit_status, exit_signal, crash_group_id, counters FROM runs \
-         WHERE application_id = $1 ORDER BY id",
-    )
-    .bind(application_id)
+         WHERE {runs_scope} ORDER BY id"
+    )))
+    .bind(key)
     .fetch(&store.pool);
     // The blobs are walked on other threads, a chunk of runs at a time
     // (chunk i on worker i mod n), while this one reads the next rows and

@@ -15,8 +15,8 @@
 
 pub mod collector_db;
 pub mod dataset;
-pub mod predicates;
 pub mod output;
+pub mod predicates;
 pub mod ranking;
 pub mod report;
 pub mod run_files;

@@ -34,6 +34,15 @@ struct Cli {
     #[arg(long, value_name = "NAME", required_unless_present = "runs")]
     app: Option<String>,
 
+    /// Only the runs of this build of the application (its version), and
+    /// its site tables; by default every build's, merged.
+    #[arg(long, value_name = "V", conflicts_with = "runs")]
+    build_version: Option<String>,
+
+    /// With --build-version: the build's release (default empty).
+    #[arg(long, value_name = "R", requires = "build_version")]
+    build_release: Option<String>,
+
     /// Offline: a directory of run files written by `sampler-run --save`,
     /// ranked with the site tables of FILE... instead of a database.
     #[arg(long, value_name = "DIR", requires = "files", conflicts_with_all = ["database", "app"])]
@@ -65,6 +74,13 @@ struct Cli {
     /// Confidence level of Increase's lower bound, in percent.
     #[arg(long, default_value_t = 95.0, value_name = "PERCENT")]
     confidence: f64,
+
+    /// Keep only predicates accepted at this false discovery rate
+    /// (Benjamini-Hochberg over every predicate true in at least 10 runs),
+    /// e.g. 0.05. By default each predicate is judged alone, as the
+    /// original analysis did, so among hundreds a few pass by chance.
+    #[arg(long, value_name = "Q", value_parser = fdr_level)]
+    fdr: Option<f64>,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -134,7 +150,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         (None, Some(app)) => {
             let target = DatabaseTarget::choose(&cli.data, cli.database.as_deref())?;
             let store = Store::open_read_only(&target).await?;
-            collector_db::load(&store, app, &rule, progress).await?
+            let mut selection = collector_db::Selection::default();
+            if let Some(version) = &cli.build_version {
+                let release = cli.build_release.as_deref().unwrap_or_default();
+                selection.build = Some(
+                    collector_db::build_id(&store, app, version, release)
+                        .await?
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "no build version `{version}` release `{release}` of `{app}` in the collector's database"
+                            )
+                        })?,
+                );
+            }
+            collector_db::load_selected(&store, app, &selection, &rule, progress).await?
         }
         (None, None) => unreachable!("clap requires --app without --runs"),
     };
@@ -149,7 +178,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(seed) = cli.shuffle_outcomes {
         dataset.failing = shuffled_outcomes(&dataset.runs, &dataset.failing, seed);
     }
-    let report = Report::analyse(&dataset, ranking, z, &mut LocalSources::default());
+    let report = Report::analyse(&dataset, ranking, z, cli.fdr, &mut LocalSources::default());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.format {
@@ -158,6 +187,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Format::Csv => output::print_csv(&mut out, &report)?,
     }
     Ok(())
+}
+
+fn fdr_level(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(q) if q > 0.0 && q < 1.0 => Ok(q),
+        _ => Err(format!(
+            "`{text}`: expected a rate between 0 and 1, such as 0.05"
+        )),
+    }
 }
 
 fn main() -> ExitCode {

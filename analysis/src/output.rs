@@ -28,7 +28,10 @@ impl TableStyle {
 
 fn cut(text: String, width: usize) -> String {
     if text.chars().count() > width {
-        text.chars().take(width.saturating_sub(1)).collect::<String>() + "…"
+        text.chars()
+            .take(width.saturating_sub(1))
+            .collect::<String>()
+            + "…"
     } else {
         text
     }

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 
 use roaring::RoaringBitmap;
 
-use crate::scores::{Counts, Ranking, Scores, Totals};
+use crate::scores::{Counts, MIN_TRUE_RUNS, Ranking, Scores, Totals};
 
 /// Where one predicate was observed and where it held.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -131,12 +131,15 @@ fn score_all(
     failing: &RoaringBitmap,
     totals: Totals,
     z: f64,
-) -> Vec<Ranked> {
+) -> (Vec<Ranked>, usize) {
     let active = RunSet::new(active);
     let failing = RunSet::new(failing);
-    let score = |candidates: &[usize]| -> Vec<Ranked> {
+    // The retained predicates, and how many were tested (true in enough
+    // runs to be judged at all).
+    let score = |candidates: &[usize]| -> (Vec<Ranked>, usize) {
         let mut previous: Option<(usize, Counts)> = None;
         let mut out = Vec::new();
+        let mut tested = 0;
         for &predicate in candidates {
             let counts = counts(
                 &predicates[predicate],
@@ -150,11 +153,12 @@ fn score_all(
                 counts,
                 scores: Scores::compute(counts, totals, z),
             };
+            tested += usize::from(counts.f_true + counts.s_true >= MIN_TRUE_RUNS);
             if ranked.scores.retained(ranked.counts) {
                 out.push(ranked);
             }
         }
-        out
+        (out, tested)
     };
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     if threads < 2 || candidates.len() < 4096 {
@@ -163,11 +167,49 @@ fn score_all(
     let (low, high) = candidates.split_at(candidates.len() / 2);
     std::thread::scope(|scope| {
         let low = scope.spawn(|| score(low));
-        let mut high = score(high);
-        let mut out = low.join().expect("scoring does not panic");
+        let (mut high, tested_high) = score(high);
+        let (mut out, tested_low) = low.join().expect("scoring does not panic");
         out.append(&mut high);
-        out
+        (out, tested_low + tested_high)
     })
+}
+
+/// The one-sided p-value of "Increase > 0" under the normal approximation
+/// the lower bound uses (the bound is above 0 exactly when this is below
+/// the confidence level's tail).
+pub fn increase_p_value(scores: &crate::scores::Scores, z: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let deviation = if z > 0.0 { scores.interval / z } else { 0.0 };
+    if deviation <= 0.0 {
+        return if scores.increase > 0.0 { 0.0 } else { 1.0 };
+    }
+    1.0 - Normal::standard().cdf(scores.increase / deviation)
+}
+
+/// Keeps the predicates that Benjamini and Hochberg's procedure accepts at
+/// false discovery rate `q` among `tested` hypotheses. Only retained
+/// predicates are at hand; those left out have larger p-values, so the
+/// threshold found is at most the full procedure's: never less strict.
+fn benjamini_hochberg(ranked: Vec<Ranked>, tested: usize, q: f64, z: f64) -> Vec<Ranked> {
+    let mut p_values: Vec<f64> = ranked
+        .iter()
+        .map(|r| increase_p_value(&r.scores, z))
+        .collect();
+    p_values.sort_by(f64::total_cmp);
+    let m = tested.max(ranked.len()).max(1) as f64;
+    let threshold = p_values
+        .iter()
+        .enumerate()
+        .filter(|(k, p)| **p <= (*k as f64 + 1.0) * q / m)
+        .map(|(_, p)| *p)
+        .next_back();
+    match threshold {
+        Some(threshold) => ranked
+            .into_iter()
+            .filter(|r| increase_p_value(&r.scores, z) <= threshold)
+            .collect(),
+        None => Vec::new(),
+    }
 }
 
 /// Ranks `predicates` over `runs`, of which `failing` failed, and runs
@@ -181,13 +223,33 @@ pub fn analyse(
     ranking: Ranking,
     z: f64,
 ) -> Analysis {
+    analyse_with_fdr(predicates, runs, failing, ranking, z, None)
+}
+
+/// [`analyse`], and when `fdr` is given, the candidates are further
+/// limited to those Benjamini and Hochberg's procedure accepts at that
+/// false discovery rate among every predicate true in enough runs to be
+/// tested. The pruning rule alone bounds each predicate's chance of being
+/// retained by luck (2.5% at 95%), not the whole ranking's: among hundreds
+/// of predicates a few are retained under any labelling.
+pub fn analyse_with_fdr(
+    predicates: &[Observations],
+    runs: &RoaringBitmap,
+    failing: &RoaringBitmap,
+    ranking: Ranking,
+    z: f64,
+    fdr: Option<f64>,
+) -> Analysis {
     let failing = failing & runs;
     let totals = Totals {
         failing: failing.len(),
         successful: runs.len() - failing.len(),
     };
     let all: Vec<usize> = (0..predicates.len()).collect();
-    let mut ranked = score_all(predicates, &all, runs, &failing, totals, z);
+    let (mut ranked, tested) = score_all(predicates, &all, runs, &failing, totals, z);
+    if let Some(q) = fdr {
+        ranked = benjamini_hochberg(ranked, tested, q, z);
+    }
     ranked.sort_by(|a, b| better(a, b, ranking));
 
     // Candidates are the predicates retained over all runs: pruning first
@@ -203,7 +265,7 @@ pub fn analyse(
             failing: failing_active.len(),
             successful: active.len() - failing_active.len(),
         };
-        let round = score_all(predicates, &candidates, &active, &failing_active, totals, z);
+        let (round, _) = score_all(predicates, &candidates, &active, &failing_active, totals, z);
         let Some(best) = round.iter().min_by(|a, b| better(a, b, ranking)).cloned() else {
             break;
         };
@@ -313,6 +375,59 @@ mod tests {
                 s_observed: 140
             }
         );
+    }
+
+    #[test]
+    fn a_false_discovery_rate_drops_what_one_predicate_in_forty_passes_by_luck() {
+        // 1,000 runs, 0..390 failing. Predicate 0 holds in 200 failing runs;
+        // predicate 1 is observed in 100 runs (39 failing) and holds in 9
+        // failing and 4 successful ones: p ≈ 0.014, retained on its own;
+        // 200 more predicates hold in every 50th run, shifted: noise.
+        let runs = bitmap(0..1000);
+        let failing = bitmap(0..390);
+        let mut predicates = vec![
+            Observations {
+                observed: runs.clone(),
+                held: bitmap(0..200),
+            },
+            Observations {
+                observed: bitmap((0..39).chain(500..561)),
+                held: bitmap((0..9).chain(500..504)),
+            },
+        ];
+        for shift in 0..200 {
+            predicates.push(Observations {
+                observed: runs.clone(),
+                held: bitmap((0..1000).filter(|run| (run + shift) % 50 == 0)),
+            });
+        }
+        let plain = analyse(
+            &predicates,
+            &runs,
+            &failing,
+            Ranking::HarmonicLowerBound,
+            Z95,
+        );
+        let retained: Vec<usize> = plain.ranking.iter().map(|r| r.predicate).collect();
+        assert!(
+            retained.contains(&0) && retained.contains(&1),
+            "{retained:?}"
+        );
+        let marginal = plain.ranking.iter().find(|r| r.predicate == 1).unwrap();
+        let p = increase_p_value(&marginal.scores, Z95);
+        assert!((0.01..0.02).contains(&p), "{p}");
+        let controlled = analyse_with_fdr(
+            &predicates,
+            &runs,
+            &failing,
+            Ranking::HarmonicLowerBound,
+            Z95,
+            Some(0.05),
+        );
+        let retained: Vec<usize> = controlled.ranking.iter().map(|r| r.predicate).collect();
+        assert_eq!(retained, [0]);
+        assert_eq!(controlled.elimination.len(), 1);
+        assert_eq!(controlled.elimination[0].explains, 200);
     }
 
     #[test]

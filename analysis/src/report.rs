@@ -10,7 +10,7 @@ use roaring::RoaringBitmap;
 use serde::Serialize;
 
 use crate::dataset::Dataset;
-use crate::ranking::{Analysis, Ranked, analyse};
+use crate::ranking::{Analysis, Ranked, analyse_with_fdr};
 use crate::scores::Ranking;
 
 /// Where predictors' source lines come from: the files on this machine
@@ -242,19 +242,23 @@ impl Report {
         files
     }
 
-    /// Analyses `dataset` (its failing runs as labelled) and reports it.
+    /// Analyses `dataset` (its failing runs as labelled) and reports it;
+    /// `fdr` limits the retained predicates to a false discovery rate
+    /// ([`crate::ranking::analyse_with_fdr`]).
     pub fn analyse(
         dataset: &Dataset,
         ranking: Ranking,
         z: f64,
+        fdr: Option<f64>,
         sources: &mut dyn SourceLines,
     ) -> Self {
-        let analysis = analyse(
+        let analysis = analyse_with_fdr(
             &dataset.observations,
             &dataset.runs,
             &dataset.failing,
             ranking,
             z,
+            fdr,
         );
         Self::new(dataset, &analysis, sources)
     }

@@ -602,7 +602,7 @@ pub async fn crash_group(
     Ok(Json(group_json(&state, &row).await.map_err(database)?))
 }
 
-/// `GET /api/v1/ranking?app=&crash_group=&fail_on_exit=&fail_on_status=&rank_by=&confidence=`:
+/// `GET /api/v1/ranking?app=&version=&release=&crash_group=&fail_on_exit=&fail_on_status=&rank_by=&confidence=&fdr=`:
 /// the predicates that predict failure, as `sampler-analyze --format json`
 /// prints them (the elimination list, then the full ranking), with what
 /// was asked.
@@ -617,6 +617,11 @@ pub async fn ranking(
     let mut value = serde_json::to_value(&view.report)
         .map_err(|error| Refusal::unavailable(error.to_string()))?;
     value["application"] = json!(grant.application);
+    value["build"] = json!(
+        spec.build
+            .as_ref()
+            .map(|(version, release)| json!({ "version": version, "release": release }))
+    );
     value["failure"] = json!({
         "crash_group": spec.rule.crash_group,
         "nonzero_exit": spec.rule.nonzero_exit,
@@ -624,6 +629,7 @@ pub async fn ranking(
     });
     value["rank_by"] = json!(spec.ranking.name());
     value["confidence"] = json!(spec.confidence);
+    value["fdr"] = json!(spec.fdr);
     Ok(Json(value))
 }
 
@@ -647,6 +653,22 @@ pub async fn ranking_view(
                     grant.application
                 ))
             })?;
+    }
+    if let Some((version, release)) = &spec.build {
+        sampler_analysis::collector_db::build_id(
+            &state.store,
+            &grant.application,
+            version,
+            release,
+        )
+        .await
+        .map_err(|error| Refusal::unavailable(format!("the database failed: {error}")))?
+        .ok_or_else(|| {
+            not_found(format!(
+                "no build version `{version}` release `{release}` in application `{}`",
+                grant.application
+            ))
+        })?;
     }
     state
         .rankings

@@ -464,9 +464,20 @@ struct GroupRow {
     last_seen: String,
 }
 
+/// `&version=V&release=R`, encoded.
+fn build_query(version: &str, release: &str) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    query
+        .append_pair("version", version)
+        .append_pair("release", release);
+    format!("&{}", query.finish())
+}
+
 struct BuildRow {
     version: String,
     release: String,
+    /// The dashboard's link to this build alone.
+    link: String,
     registered: String,
     success: i64,
     error: i64,
@@ -479,6 +490,9 @@ struct DashboardPage {
     application: String,
     totals: Totals,
     build_label: Option<String>,
+    /// The selected build's version and release, for the form.
+    build_version: String,
+    build_release: String,
     plot: Plot,
     failure: String,
     failure_choices: Vec<(String, String)>,
@@ -502,6 +516,10 @@ pub struct DashboardQuery {
     failure: Option<String>,
     /// The score that orders predicates.
     rank_by: Option<String>,
+    /// Only this build's runs (with `release`).
+    version: Option<String>,
+    /// The build's release.
+    release: Option<String>,
 }
 
 fn database(error: sqlx::Error) -> Response {
@@ -533,6 +551,8 @@ pub async fn overview(
     let ranking_query = RankingQuery {
         fail_on_exit: failure == "exit",
         rank_by: query.rank_by.clone(),
+        version: query.version.clone(),
+        release: query.release.clone(),
         ..RankingQuery::default()
     };
     let spec = match ranking_query.spec() {
@@ -543,7 +563,7 @@ pub async fn overview(
         Ok(view) => view,
         Err(refusal) => return problem(refusal),
     };
-    match overview_page(&state, &grant, failure, spec.ranking, &view).await {
+    match overview_page(&state, &grant, failure, &spec, &view).await {
         Ok(page) => render(&page),
         Err(error) => database(error),
     }
@@ -553,9 +573,10 @@ async fn overview_page(
     state: &AppState,
     grant: &Grant,
     failure: &str,
-    rank_by: sampler_analysis::scores::Ranking,
+    spec: &crate::rankings::RankingSpec,
     view: &RankingView,
 ) -> Result<DashboardPage, sqlx::Error> {
+    let rank_by = spec.ranking;
     let builds: Vec<BuildRow> = sqlx::query(
         "SELECT version, release, registered_ms, runs_success, runs_error, runs_crash FROM builds \
          WHERE application_id = $1 ORDER BY id DESC",
@@ -565,9 +586,14 @@ async fn overview_page(
     .await?
     .iter()
     .map(|row| {
+        let (version, release): (String, String) = (row.try_get(0)?, row.try_get(1)?);
         Ok(BuildRow {
-            version: row.try_get(0)?,
-            release: row.try_get(1)?,
+            link: format!(
+                "/dashboard?failure={failure}{}",
+                build_query(&version, &release)
+            ),
+            version,
+            release,
             registered: row
                 .try_get::<Option<i64>, _>(2)?
                 .map_or_else(|| "not registered".to_owned(), ms_to_rfc3339),
@@ -594,15 +620,28 @@ async fn overview_page(
         })
     })
     .collect::<Result<_, sqlx::Error>>()?;
+    let chosen = |b: &&BuildRow| {
+        spec.build
+            .as_ref()
+            .is_none_or(|(version, release)| b.version == *version && b.release == *release)
+    };
     let totals = Totals {
-        success: builds.iter().map(|b| b.success).sum(),
-        error: builds.iter().map(|b| b.error).sum(),
-        crash: builds.iter().map(|b| b.crash).sum(),
+        success: builds.iter().filter(chosen).map(|b| b.success).sum(),
+        error: builds.iter().filter(chosen).map(|b| b.error).sum(),
+        crash: builds.iter().filter(chosen).map(|b| b.crash).sum(),
     };
     Ok(DashboardPage {
         application: grant.application.clone(),
         totals,
-        build_label: None,
+        build_label: spec.build.as_ref().map(|(version, release)| {
+            if release.is_empty() {
+                version.clone()
+            } else {
+                format!("{version} (release {release})")
+            }
+        }),
+        build_version: spec.build.as_ref().map(|b| b.0.clone()).unwrap_or_default(),
+        build_release: spec.build.as_ref().map(|b| b.1.clone()).unwrap_or_default(),
         plot: runs_plot(state, grant.application_id).await?,
         failure: failure.to_owned(),
         failure_choices: [

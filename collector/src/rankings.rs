@@ -15,7 +15,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sampler_analysis::collector_db::{self, FailureRule};
+use sampler_analysis::collector_db::{self, FailureRule, Selection};
 use sampler_analysis::report::{Report, SourceLines};
 use sampler_analysis::scores::{Ranking, z_of_confidence};
 use serde::Deserialize;
@@ -33,6 +33,11 @@ const CACHED: usize = 32;
 pub struct RankingQuery {
     /// The application (the token's own when absent).
     pub app: Option<String>,
+    /// Only the runs of this build (with `release`, default empty), instead
+    /// of every build's.
+    pub version: Option<String>,
+    /// The build's release.
+    pub release: Option<String>,
     /// Only the runs of this crash group fail: its own predictors.
     pub crash_group: Option<i64>,
     /// Non-zero exit statuses fail too.
@@ -45,17 +50,23 @@ pub struct RankingQuery {
     pub rank_by: Option<String>,
     /// Confidence level of Increase's lower bound, in percent (95).
     pub confidence: Option<f64>,
+    /// Keep only predicates accepted at this false discovery rate.
+    pub fdr: Option<f64>,
 }
 
 /// A checked `RankingQuery`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankingSpec {
+    /// Only this build's runs: (version, release).
+    pub build: Option<(String, String)>,
     /// Which runs fail.
     pub rule: FailureRule,
     /// The ordering.
     pub ranking: Ranking,
     /// The confidence level, in percent.
     pub confidence: f64,
+    /// The false discovery rate, if limited.
+    pub fdr: Option<f64>,
 }
 
 impl RankingQuery {
@@ -88,7 +99,27 @@ impl RankingQuery {
         let confidence = self.confidence.unwrap_or(95.0);
         z_of_confidence(confidence)
             .map_err(|error| Refusal::malformed(format!("confidence: {error}")))?;
+        let build = match (&self.version, &self.release) {
+            (Some(version), release) => {
+                Some((version.clone(), release.clone().unwrap_or_default()))
+            }
+            (None, Some(_)) => {
+                return Err(Refusal::malformed(
+                    "release without version: a build is named by its version (and release)",
+                ));
+            }
+            (None, None) => None,
+        };
+        if let Some(q) = self.fdr
+            && !(q > 0.0 && q < 1.0)
+        {
+            return Err(Refusal::malformed(format!(
+                "fdr `{q}`: expected a rate between 0 and 1, such as 0.05"
+            )));
+        }
         Ok(RankingSpec {
+            fdr: self.fdr,
+            build,
             rule: FailureRule {
                 nonzero_exit: self.fail_on_exit,
                 statuses,
@@ -252,19 +283,35 @@ impl Rankings {
             return Ok(view);
         }
         let started = Instant::now();
+        let selection = Selection {
+            build: match &spec.build {
+                Some((version, release)) => Some(
+                    collector_db::build_id(store, application, version, release)
+                        .await?
+                        .ok_or_else(|| anyhow::anyhow!("no build {version} {release}"))?,
+                ),
+                None => None,
+            },
+        };
         let (reader, application, rule) =
             (store.clone(), application.to_owned(), spec.rule.clone());
-        let (ranking, z) = (spec.ranking, z_of_confidence(spec.confidence)?);
+        let (ranking, z, fdr) = (spec.ranking, z_of_confidence(spec.confidence)?, spec.fdr);
         let handle = tokio::runtime::Handle::current();
         // Reading and ranking are CPU-bound for seconds: off the workers
         // that serve requests.
         let mut report = tokio::task::spawn_blocking(move || -> anyhow::Result<Report> {
-            let dataset =
-                handle.block_on(collector_db::load(&reader, &application, &rule, |_, _| {}))?;
+            let dataset = handle.block_on(collector_db::load_selected(
+                &reader,
+                &application,
+                &selection,
+                &rule,
+                |_, _| {},
+            ))?;
             Ok(Report::analyse(
                 &dataset,
                 ranking,
                 z,
+                fdr,
                 &mut sampler_analysis::report::NoSources,
             ))
         })
@@ -306,6 +353,14 @@ mod tests {
         assert_eq!(spec.rule.statuses, vec![1, 3]);
         assert_eq!(spec.ranking, Ranking::Ochiai);
         assert_eq!(spec.confidence, 95.0);
+        assert_eq!(spec.build, None);
+        let build = RankingQuery {
+            version: Some("1.2".into()),
+            ..RankingQuery::default()
+        }
+        .spec()
+        .unwrap();
+        assert_eq!(build.build, Some(("1.2".to_owned(), String::new())));
         let bad = |query: RankingQuery| query.spec().unwrap_err().message;
         assert_eq!(
             bad(RankingQuery {
@@ -320,6 +375,13 @@ mod tests {
                 ..RankingQuery::default()
             }),
             "fail_on_status `1,x`: expected exit statuses separated by commas"
+        );
+        assert_eq!(
+            bad(RankingQuery {
+                release: Some("3".into()),
+                ..RankingQuery::default()
+            }),
+            "release without version: a build is named by its version (and release)"
         );
         assert!(
             bad(RankingQuery {

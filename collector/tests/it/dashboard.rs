@@ -148,6 +148,50 @@ async fn ranking_api(backend: &str) {
     let ranking = collector.get_json("/api/v1/ranking").await;
     assert_eq!(ranking["runs"]["failing"], 31);
     assert_eq!(ranking["elimination"][0]["f"], 31);
+    assert_eq!(ranking["build"], serde_json::Value::Null);
+
+    // Runs of another build: in the application's ranking, not in the
+    // first build's.
+    let mut headers = sampler_headers(0, 0);
+    for (name, value) in &mut headers {
+        if *name == "Sampler-Application-Version" {
+            *value = "2.0".to_owned();
+        }
+    }
+    for _ in 0..5 {
+        let response = collector
+            .upload(&[("samples", samples.as_bytes())], &headers)
+            .await;
+        assert_eq!(response.status(), 200);
+    }
+    let all = collector.get_json("/api/v1/ranking").await;
+    assert_eq!(all["runs"]["successful"], 35);
+    let first = collector
+        .get_json("/api/v1/ranking?version=1.2&release=3")
+        .await;
+    assert_eq!(first["runs"]["failing"], 31);
+    assert_eq!(first["runs"]["successful"], 30);
+    assert_eq!(first["build"]["version"], "1.2");
+    assert_eq!(first["build"]["release"], "3");
+    let second = collector
+        .get_json("/api/v1/ranking?version=2.0&release=3")
+        .await;
+    assert_eq!(second["runs"]["failing"], 0);
+    assert_eq!(second["runs"]["successful"], 5);
+    // Its runs' sections have no site table of their build.
+    assert_eq!(second["unresolved_sections"], 5);
+    let response = collector
+        .client
+        .get(format!("{}/api/v1/ranking?version=9", collector.url))
+        .bearer_auth(&collector.read)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        response.text().await.unwrap().trim(),
+        "no build version `9` release `` in application `demo`"
+    );
     collector.stop().await;
 }
 
@@ -240,6 +284,22 @@ async fn dashboard(backend: &str) {
     assert!(!page.contains("<b>bold"));
     assert_eq!(page.matches("<svg class=\"thermometer\"").count(), 2);
     assert!(page.contains("30 failing and 30 successful runs analysed, 4 predicates"));
+    assert!(
+        page.contains(
+            r#"<a href="/dashboard?failure=signal&#38;version=1.2&#38;release=3">1.2</a>"#
+        ),
+        "{page}"
+    );
+    let build = client
+        .get(format!("{url}/dashboard?version=1.2&release=3"))
+        .header(COOKIE, attributes[0])
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(build.contains("build 1.2 (release 3) only"), "{build}");
 
     let response = client
         .post(format!("{url}/logout"))
