@@ -474,7 +474,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
     // 5. The dashboard.
     println!(
-        "\n{} {url}/dashboard  (sign in with the read token {read})",
+        "\n{} {url}/dashboard?failure=exit  (sign in with the read token {read})",
         bold.apply_to("Dashboard:")
     );
     if cli.no_serve {
