@@ -82,6 +82,10 @@ struct Cli {
     #[arg(long, value_name = "Q", value_parser = fdr_level)]
     fdr: Option<f64>,
 
+    /// Print how long reading, ranking and writing took, on stderr.
+    #[arg(long)]
+    timings: bool,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -138,6 +142,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         bar.set_length(total);
         bar.set_position(done);
     };
+    let started = std::time::Instant::now();
     let mut dataset = match (&cli.runs, &cli.app) {
         (Some(dir), _) => {
             let mut dataset = Dataset::new();
@@ -178,13 +183,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(seed) = cli.shuffle_outcomes {
         dataset.failing = shuffled_outcomes(&dataset.runs, &dataset.failing, seed);
     }
+    let read = started.elapsed();
     let report = Report::analyse(&dataset, ranking, z, cli.fdr, &mut LocalSources::default());
+    let ranked = started.elapsed();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match cli.format {
         Format::Table => output::print_table(&mut out, &report, TableStyle::for_stdout(cli.top))?,
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?,
         Format::Csv => output::print_csv(&mut out, &report)?,
+    }
+    if cli.timings {
+        let done = started.elapsed();
+        eprintln!(
+            "sampler-analyze: reading {:.2} s, ranking {:.2} s, output {:.2} s ({} runs, {} predicates)",
+            read.as_secs_f64(),
+            (ranked - read).as_secs_f64(),
+            (done - ranked).as_secs_f64(),
+            dataset.runs.len(),
+            dataset.predicates.len()
+        );
     }
     Ok(())
 }
