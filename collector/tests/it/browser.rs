@@ -109,11 +109,16 @@ impl Browser {
             .click()
             .await
             .unwrap();
+        // The dashboard's header, or the form again with its error: the
+        // login page also has a heading, so waiting for one would race
+        // with the navigation.
         self.client
             .wait()
-            .for_element(Locator::Css("main h1"))
+            .for_element(Locator::Css("header, #login-error"))
             .await
             .unwrap();
+        let errors = self.texts("#login-error").await;
+        assert!(errors.is_empty(), "signing in failed: {errors:?}");
         assert_eq!(
             self.client.current_url().await.unwrap().path(),
             "/dashboard"
