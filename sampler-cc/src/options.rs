@@ -34,6 +34,11 @@ pub struct Options {
     /// (`-fclone-regions`, default); with `-fno-clone-regions` every site
     /// keeps its own countdown check.
     pub clone_regions: bool,
+    /// In cloned regions, each execution of a region is one event of the
+    /// countdown and its instrumented copy observes all its sites
+    /// (`-fsample-regions`); by default each site is an event
+    /// (`-fsample-sites`).
+    pub sample_regions: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -65,6 +70,7 @@ impl Default for Options {
             schemes: Vec::new(),
             sample: true,
             clone_regions: true,
+            sample_regions: false,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -224,6 +230,16 @@ pub const FLAGS: &[FlagGroup] = &[
         ],
         meaning: "sampled builds: fast and slow copies of regions with the countdown in a \
                   local (default), or one countdown check per site (slower; for comparison)",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-sites", |o| o.sample_regions = false),
+            switch("-fsample-regions", |o| o.sample_regions = true),
+        ],
+        meaning: "cloned regions: each site's event is one random decision of the countdown \
+                  (default), or each execution of a region (a run of statements, one loop \
+                  iteration, a condition) is one, whose instrumented copy then observes all its \
+                  sites; sites outside regions stay one decision each",
     },
     FlagGroup {
         flags: &[

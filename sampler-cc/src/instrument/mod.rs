@@ -277,6 +277,7 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
                 &context.map,
                 &found.marks,
                 &is_weighty,
+                options.sample_regions,
                 &mut found.insertions,
                 &mut next_region,
                 &mut regions,

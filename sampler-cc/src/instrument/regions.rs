@@ -46,6 +46,18 @@
 //!
 //! FAST is compiled as system-header text (line markers with flag 3) so
 //! gcc's warnings come once, from SLOW, at the user's lines.
+//!
+//! With `-fsample-regions` each execution of a region (a run, one loop
+//! iteration, one evaluation of an expression region, one pass over a
+//! declaration run) is one event of the countdown instead of each site:
+//! the test is `if (__builtin_expect(--L > 0, 1) || !DRAW) { FAST } else
+//! { SLOW }`, where DRAW asks `cbi_sample()` whether this event is sampled
+//! (and draws the next countdown), FAST is the original code without any
+//! site code, and SLOW observes every site it reaches, unconditionally
+//! (`(1 ? ACTION : (void)0)`). Each site is then observed with
+//! probability 1/sparsity on each evaluation, as per site; only the
+//! observations of one region execution are decided together. Sites
+//! outside regions stay one event each.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -149,6 +161,7 @@ pub(super) fn clone_regions(
     map: &LineMap,
     marks: &[Mark],
     is_weighty: &dyn Fn(&Call) -> bool,
+    per_region: bool,
     insertions: &mut Vec<Insertion>,
     next_region: &mut usize,
     stats: &mut RegionStats,
@@ -198,6 +211,7 @@ pub(super) fn clone_regions(
         labels: planner.labels,
         returns: return_extents(function),
         shared: shared.clone(),
+        per_region,
     };
     let mut rendered = Vec::with_capacity(regions.len());
     for (region, own) in regions.iter().zip(inside) {
@@ -346,11 +360,23 @@ fn store_before(function: &Function, text: &[u8], id: NodeId, local: &str) -> Op
 /// The per-site check on a local countdown `local`: the global one is
 /// only touched to draw a sample.
 fn local_check(local: &str) -> String {
+    format!("(__builtin_expect(--{local} <= 0, 0) && {} ? ", draw(local))
+}
+
+/// Asks the runtime whether the event that brought local countdown
+/// `local` to zero or below is sampled, which also draws the next
+/// countdown: the global countdown is touched only here.
+fn draw(local: &str) -> String {
     format!(
-        "(__builtin_expect(--{local} <= 0, 0) && (cbi_countdown = {local}, cbi_sample() \
-         ? ({local} = cbi_countdown, 1) : ({local} = cbi_countdown, 0)) ? "
+        "(cbi_countdown = {local}, cbi_sample() ? ({local} = cbi_countdown, 1) \
+         : ({local} = cbi_countdown, 0))"
     )
 }
+
+/// With `-fsample-regions`, what a site's check becomes in the
+/// instrumented copy of a region, which runs only when the region's
+/// execution is sampled: every site observes.
+const OBSERVED: &str = "(1 ? ";
 
 /// Why no region of `function` may be cloned, if none may.
 fn unclonable_function(function: &Function, text: &[u8]) -> Option<&'static str> {
@@ -1021,6 +1047,9 @@ struct Renderer<'a> {
     /// countdown, loaded at its entry and stored at its `return`s: regions
     /// then neither load nor store the global one.
     shared: Option<String>,
+    /// `-fsample-regions`: each execution of a region is one event; FAST
+    /// is the original code and SLOW observes every site.
+    per_region: bool,
 }
 
 /// Which copy a piece of text goes to.
@@ -1028,6 +1057,9 @@ struct Renderer<'a> {
 enum Version {
     Fast,
     Slow,
+    /// Per-site checks on the local countdown, outside the region's copies
+    /// (a `for`'s initialisation in a leaf function).
+    Local,
     /// Outside the local's scope (a `for`'s initialisation): as if not in
     /// a region.
     Before,
@@ -1068,7 +1100,14 @@ impl Renderer<'_> {
         } else {
             format!("int {local}; {local} = cbi_countdown; ")
         };
-        let test = format!("if (__builtin_expect({local} > {weight}, 1)) {{");
+        // Per site: FAST when no site can fire before the region ends.
+        // Per region: this execution is one event, FAST unless sampled.
+        let fast = if self.per_region {
+            format!("__builtin_expect(--{local} > 0, 1) || !{}", draw(&local))
+        } else {
+            format!("__builtin_expect({local} > {weight}, 1)")
+        };
+        let test = format!("if ({fast}) {{");
         let store = self.write_back(&local);
         let (start, end) = (region.start, region.end);
         let mut out = String::new();
@@ -1090,7 +1129,13 @@ impl Renderer<'_> {
                 if self.shared.is_none() {
                     let _ = write!(out, "__extension__ int {local} = cbi_countdown; ");
                 }
-                let _ = write!(out, "__extension__ int {flag} = {local} > {weight};");
+                // `int`, not `__builtin_expect`'s `long` (-Wconversion).
+                let fast = if self.per_region {
+                    fast
+                } else {
+                    format!("{local} > {weight}")
+                };
+                let _ = write!(out, "__extension__ int {flag} = {fast};");
                 let initialisers = self.scalar_initialisers(region);
                 let mut insertions: Vec<Insertion> = own
                     .iter()
@@ -1101,6 +1146,15 @@ impl Renderer<'_> {
                     })
                     .cloned()
                     .collect();
+                if self.per_region {
+                    // The sites not in cloned initialisers observe when the
+                    // declarations' one event is sampled.
+                    let fired = format!("(!{flag} ? ");
+                    for insertion in &mut insertions {
+                        insertion.open = insertion.open.replace(SAMPLED_CHECK, &fired);
+                        insertion.close = insertion.close.replace(SAMPLED_CHECK, &fired);
+                    }
+                }
                 for (s, e, name) in initialisers {
                     // Each copy assigned to a variable of the declared type:
                     // SLOW's conversion is the user's, FAST's is system text
@@ -1219,7 +1273,7 @@ impl Renderer<'_> {
                 function.node(init).end.min(first_semicolon),
             );
             let version = if self.shared.is_some() {
-                Version::Slow
+                Version::Local
             } else {
                 Version::Before
             };
@@ -1370,7 +1424,18 @@ impl Renderer<'_> {
             );
             return self.emit(out, start, end, system, insertions);
         }
-        if copy == Version::Slow {
+        if copy == Version::Slow && self.per_region {
+            // Runs only when the region's event is sampled: every site
+            // observes, also inside a `return`.
+            for insertion in own {
+                if insertion.start >= start && insertion.end <= end {
+                    let mut insertion = insertion.clone();
+                    insertion.open = insertion.open.replace(SAMPLED_CHECK, OBSERVED);
+                    insertion.close = insertion.close.replace(SAMPLED_CHECK, OBSERVED);
+                    insertions.push(insertion);
+                }
+            }
+        } else if matches!(copy, Version::Slow | Version::Local) {
             let localiser = Localiser::new(local, &self.returns);
             for insertion in own {
                 if insertion.start >= start && insertion.end <= end {
@@ -1386,7 +1451,9 @@ impl Renderer<'_> {
             // would no longer be a null pointer constant.
             type Decrement<'n> = (u32, bool, Option<&'n str>);
             let mut decrements: BTreeMap<(usize, usize, bool), Decrement<'_>> = BTreeMap::new();
-            for mark in self.marks {
+            // Per region, FAST is the original code.
+            let marks = if self.per_region { &[][..] } else { self.marks };
+            for mark in marks {
                 let node = function.node(mark.node);
                 if node.start < start || node.end > end {
                     continue;

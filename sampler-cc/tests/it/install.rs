@@ -324,6 +324,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-sample",
             "-fclone-regions",
             "-fno-clone-regions",
+            "-fsample-sites",
+            "-fsample-regions",
             "-fthreads",
             "-fno-threads",
             "-finclude-function=F",

@@ -277,12 +277,47 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     let exact = counters(&lab.resolve("exact", &["unconditional"]));
     assert_eq!(exact.len(), 370);
 
+    for form in ["-fsample-sites", "-fsample-regions"] {
+        sampled_tricky_is_equivalent(&lab, form, &warnings, &expected, &exact);
+    }
+}
+
+/// Whether the counters of sampling every event equal those of counting
+/// every event, except that the `local-uninit` comparisons of one build,
+/// with indeterminate values (stack contents that depend on the code of
+/// other functions), only have the same number of events.
+fn equal_but_indeterminate(
+    seen: &BTreeMap<String, Vec<u64>>,
+    exact: &BTreeMap<String, Vec<u64>>,
+) -> bool {
+    let comparable = |site: &str| !site.contains("\tlocal-uninit\t");
+    seen.keys().eq(exact.keys())
+        && seen.iter().all(|(site, values)| {
+            if comparable(site) {
+                values == &exact[site]
+            } else {
+                values.iter().sum::<u64>() == exact[site].iter().sum::<u64>()
+            }
+        })
+}
+
+/// The sampled build of TRICKY in `form` (`-fsample-sites` or
+/// `-fsample-regions`) against plain gcc's warnings, outputs and exit
+/// status and `-fno-sample`'s counters.
+fn sampled_tricky_is_equivalent(
+    lab: &Lab,
+    form: &str,
+    warnings: &[String],
+    expected: &(String, i32),
+    exact: &BTreeMap<String, Vec<u64>>,
+) {
     let mut args = SCHEMES.to_vec();
     args.extend([
         "-O2",
         "-Wall",
         "-Wextra",
         "-fsampler-stats",
+        form,
         "tricky.c",
         "-o",
         "sampled",
@@ -301,21 +336,26 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
         ),
         "{stderr}"
     );
-    assert_eq!(diagnostics(&output.stderr), warnings, "{stderr}");
+    assert_eq!(diagnostics(&output.stderr), warnings, "{form}: {stderr}");
 
     // Every event observed: the counters are exact.
-    let ones = run_with_status(&lab, "sampled", "ones", &[("SAMPLER_SPARSITY", "1")]);
-    assert_eq!(ones, expected);
-    assert_eq!(counters(&lab.resolve("ones", &["sampled"])), exact);
+    let ones = run_with_status(lab, "sampled", "ones", &[("SAMPLER_SPARSITY", "1")]);
+    assert_eq!(&ones, expected, "{form}");
+    let seen = counters(&lab.resolve("ones", &["sampled"]));
+    if form == "-fsample-sites" {
+        assert_eq!(&seen, exact);
+    } else {
+        assert!(equal_but_indeterminate(&seen, exact), "{form}: {seen:?}");
+    }
 
     // Sparse: fast copies run, the program does the same.
     for sparsity in ["10", "1000"] {
         for seed in ["1", "2"] {
             let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", seed)];
             assert_eq!(
-                run_with_status(&lab, "sampled", "sparse", &env),
+                &run_with_status(lab, "sampled", "sparse", &env),
                 expected,
-                "sparsity {sparsity}, seed {seed}"
+                "{form}: sparsity {sparsity}, seed {seed}"
             );
             let observed = counters(&lab.resolve("sparse", &["sampled"]));
             assert_eq!(
@@ -324,7 +364,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
             );
             for (site, values) in &observed {
                 for (seen, all) in values.iter().zip(&exact[site]) {
-                    assert!(seen <= all, "{site}: {seen} observed of {all}");
+                    assert!(seen <= all, "{form}: {site}: {seen} observed of {all}");
                 }
             }
         }
@@ -345,6 +385,49 @@ static int rec(int n)
     return rec(n - 1) + (n & 1);
 }
 
+/* Loops of every shape, with continue and break, a loop whose condition
+ * is a region of its own, declarations a run cannot hold, a statement
+ * expression, a return value, and regions after calls that consume the
+ * countdown. */
+static int shapes(int n, const int *a)
+{
+    int s = 0, i = 0;
+    while (i < n) {
+        int v = a[i++];
+        if (v & 1)
+            continue;
+        if (v > 90)
+            break;
+        s += v;
+    }
+    s += rec(n & 3);
+    i = 0;
+    do {
+        s ^= a[i];
+        if (s > a[i])
+            s--;
+    } while (++i < n);
+    for (i = 0; i < n; i++) {
+        if (a[i] == 7)
+            break;
+        s += a[i] > 50;
+    }
+    for (i = 0; i < n && s > -1000000; i++)
+        for (int j = 0; j < 3; j++)
+            s += (a[i] + j) % 3 == 0;
+    int d = s > 5 ? a[0] : a[1];
+    int e = d > 10 ? d : -d;
+    s += ({ int t = e; if (t < 0) t = -t; t; });
+    s += rec(e & 1);
+    if (s > 100)
+        s -= 3;
+    if (s & 4)
+        s++;
+    return s > 1000 ? s - e : s + e;
+}
+
+static int data[64];
+
 static void *worker(void *arg)
 {
     long n = (long)arg, s = 0;
@@ -353,6 +436,8 @@ static void *worker(void *arg)
             s++;
         else
             s--;
+        if (i % 16 == 0)
+            s += shapes((int)(i % 37), data);
     }
     return (void *)s;
 }
@@ -361,7 +446,11 @@ int main(int argc, char **argv)
 {
     long s = 0;
     int rounds = argc > 1 ? atoi(argv[1]) : 100000;
+    for (int i = 0; i < 64; i++)
+        data[i] = i * 37 % 101;
     for (int i = 0; i < rounds; i++) {
+        if (i % 4 == 0)
+            s += shapes(i % 37, data);
         if (i & 1)
             s += 2;
         else
@@ -407,6 +496,7 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
     for (build, extra) in [
         ("cloned", "-fclone-regions"),
         ("per-site", "-fno-clone-regions"),
+        ("per-region", "-fsample-regions"),
     ] {
         let mut args = common.to_vec();
         args.extend([extra, "-o", build]);
@@ -459,6 +549,103 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
             "{build}: {few_seen} observed of {few_events} events on counters with few events"
         );
         // The many-event counters, where a bias would show, are all there.
-        assert_eq!(checked, 36, "{build}");
+        assert_eq!(checked, 138, "{build}");
+    }
+}
+
+/// Two regions of two sites each: a run in a leaf function, evaluated
+/// once per call, and the body of an innermost loop.
+const PAIRS: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+
+static int __attribute__((noinline)) pair(int x)
+{
+    int r = 0;
+    if (x & 1)
+        r += 3;
+    if (x & 2)
+        r += 5;
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 30000;
+    long s = 0;
+    for (int i = 0; i < n; i++) {
+        s += pair(i);
+        for (int k = 0; k < 8; k++) {
+            if ((i + k) % 3 == 0)
+                s++;
+            if ((i ^ k) & 4)
+                s--;
+        }
+    }
+    printf("%ld\n", s);
+    return 0;
+}
+"#;
+
+/// `-fsample-regions` takes one decision per execution of a region: two
+/// sites of one region are observed together, always, and each as often
+/// as 1/sparsity of its events. `-fsample-sites` (and per-site checks
+/// without cloning) decides for each site on its own.
+#[test]
+fn sample_regions_decides_once_per_region_execution() {
+    let lab = Lab::new();
+    lab.write("pairs.c", PAIRS);
+    let sparsity = 3.0_f64;
+    let pairs = [
+        ("x & 1", "x & 2", 30_000.0),
+        ("(i + k) % 3 == 0", "(i ^ k) & 4", 240_000.0_f64),
+    ];
+    for (build, form) in [
+        ("regions", "-fsample-regions"),
+        ("sites", "-fsample-sites"),
+        ("unclone", "-fno-clone-regions"),
+    ] {
+        let output = lab.cc(&[
+            "-fsampler-strict",
+            "-fsampler-stats",
+            "-O2",
+            form,
+            "pairs.c",
+            "-o",
+            build,
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if form != "-fno-clone-regions" {
+            assert!(
+                stderr.contains("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
+                "{stderr}"
+            );
+        }
+        for seed in ["1", "2"] {
+            let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
+            assert_eq!(lab.run(build, &[], "report", &env), "80000\n");
+            let observed = counters(&lab.resolve("report", &[build]));
+            let total = |condition: &str| -> u64 {
+                let wanted = format!("\t{condition}\t");
+                let mut rows = observed.iter().filter(|(site, _)| site.contains(&wanted));
+                let (_, values) = rows.next().unwrap_or_else(|| panic!("{condition}"));
+                assert!(rows.next().is_none(), "{condition}");
+                values.iter().sum()
+            };
+            for (first, second, events) in pairs {
+                let (a, b) = (total(first), total(second));
+                for seen in [a, b] {
+                    let (mean, sigma) = (events / sparsity, (events * 2.0 / 9.0).sqrt());
+                    assert!(
+                        (seen as f64 - mean).abs() <= 5.0 * sigma,
+                        "{build}, seed {seed}: {seen} observed of {events} events"
+                    );
+                }
+                if form == "-fsample-regions" {
+                    assert_eq!(a, b, "{build}, seed {seed}: {first} and {second}");
+                } else {
+                    assert_ne!(a, b, "{build}, seed {seed}: {first} and {second}");
+                }
+            }
+        }
     }
 }
