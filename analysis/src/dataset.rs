@@ -349,8 +349,21 @@ impl Dataset {
             for &site in dirty {
                 let delta = std::mem::take(&mut sites[site as usize - site_offset]);
                 let range = site_predicates[site as usize].clone();
-                for predicate in range {
-                    merge(&mut observations[predicate - offset].observed, &delta);
+                let Some(first) = range.clone().next() else {
+                    continue;
+                };
+                // A site's predicates share one bitmap of where it was
+                // observed. The others let go of it first, so that it is
+                // changed in place rather than copied.
+                let empty = Arc::new(RoaringBitmap::new());
+                for predicate in range.clone().skip(1) {
+                    observations[predicate - offset].observed = empty.clone();
+                }
+                let observed = &mut observations[first - offset].observed;
+                merge(Arc::make_mut(observed), &delta);
+                let shared = observed.clone();
+                for predicate in range.skip(1) {
+                    observations[predicate - offset].observed = shared.clone();
                 }
             }
         };

@@ -8,6 +8,7 @@
 //! pass over the candidates' bitmaps, never over the runs' reports.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use roaring::RoaringBitmap;
 
@@ -16,8 +17,9 @@ use crate::scores::{Counts, MIN_TRUE_RUNS, Ranking, Scores, Totals};
 /// Where one predicate was observed and where it held.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Observations {
-    /// Runs where the predicate's site was observed.
-    pub observed: RoaringBitmap,
+    /// Runs where the predicate's site was observed: one bitmap shared by
+    /// the predicates of a site.
+    pub observed: Arc<RoaringBitmap>,
     /// Runs where it was observed to be true (a subset of `observed`).
     pub held: RoaringBitmap,
 }
@@ -92,7 +94,10 @@ fn counts(
     failing: &RunSet<'_>,
 ) -> Counts {
     let (f_observed, s_observed) = match previous {
-        Some((other, counts)) if other.observed == observations.observed => {
+        Some((other, counts))
+            if Arc::ptr_eq(&other.observed, &observations.observed)
+                || other.observed == observations.observed =>
+        {
             (counts.f_observed, counts.s_observed)
         }
         _ => {
@@ -311,19 +316,19 @@ mod tests {
         let failing = bitmap(0..60);
         let predicates = vec![
             Observations {
-                observed: all.clone(),
+                observed: Arc::new(all.clone()),
                 held: bitmap(0..40),
             },
             Observations {
-                observed: all.clone(),
+                observed: Arc::new(all.clone()),
                 held: bitmap(40..60),
             },
             Observations {
-                observed: all.clone(),
+                observed: Arc::new(all.clone()),
                 held: bitmap((0..60).chain((60..200).step_by(2))),
             },
             Observations {
-                observed: all.clone(),
+                observed: Arc::new(all.clone()),
                 held: bitmap((0..200).step_by(3)),
             },
         ];
@@ -387,17 +392,17 @@ mod tests {
         let failing = bitmap(0..390);
         let mut predicates = vec![
             Observations {
-                observed: runs.clone(),
+                observed: Arc::new(runs.clone()),
                 held: bitmap(0..200),
             },
             Observations {
-                observed: bitmap((0..39).chain(500..561)),
+                observed: Arc::new(bitmap((0..39).chain(500..561))),
                 held: bitmap((0..9).chain(500..504)),
             },
         ];
         for shift in 0..200 {
             predicates.push(Observations {
-                observed: runs.clone(),
+                observed: Arc::new(runs.clone()),
                 held: bitmap((0..1000).filter(|run| (run + shift) % 50 == 0)),
             });
         }
