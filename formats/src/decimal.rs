@@ -22,6 +22,17 @@ pub(crate) fn parse<T: FromStr>(digits: &str) -> Option<T> {
     }
 }
 
+/// `text` as a signed `T`: an optional `-` before canonical digits; `-0`
+/// is refused, since `0` is its one spelling.
+pub(crate) fn parse_signed<T: FromStr>(text: &str) -> Option<T> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if is_canonical(digits) && text != "-0" {
+        text.parse().ok()
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -33,6 +44,25 @@ mod tests {
         assert_eq!(parse::<u64>("18446744073709551615"), Some(u64::MAX));
         for bad in ["", "+1", "01", " 1", "4294967296", "1e3", "-1"] {
             assert_eq!(parse::<u32>(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn signed_numbers_have_one_spelling() {
+        assert_eq!(parse_signed::<i64>("0"), Some(0));
+        assert_eq!(parse_signed::<i64>("-12"), Some(-12));
+        assert_eq!(parse_signed::<i64>("-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            "",
+            "-",
+            "-0",
+            "+1",
+            "-01",
+            "01",
+            "--1",
+            "9223372036854775808",
+        ] {
+            assert_eq!(parse_signed::<i64>(bad), None, "{bad}");
         }
     }
 }

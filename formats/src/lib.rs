@@ -7,7 +7,9 @@
 //!   embedded by `sampler-cc` in the `.debug_site_info` section:
 //!   [`SiteTableReader`], [`Site`], [`SitesSection`];
 //! - **feedback reports**, written by each run of an instrumented program:
-//!   [`ReportReader`] streams them, [`Report`] holds a small one whole.
+//!   [`ReportReader`] streams them, [`Report`] holds a small one whole;
+//!   the `trace` subreport (each thread's last sampled observations) has
+//!   its own [`TraceReader`] and [`Trace`].
 //!
 //! Static and dynamic data join on a [`SectionKey`]: a [`UnitSignature`] and
 //! a [`SchemeName`]. Row *i* of a `<samples>` section counts site *i* of the
@@ -48,6 +50,7 @@ mod scheme;
 mod signature;
 mod sites;
 mod tags;
+mod trace;
 
 pub use error::{ReadError, ReadErrorKind};
 pub use lines::MAX_LINE_BYTES;
@@ -63,3 +66,7 @@ pub use sites::{
     SiteTableReader, SitesSection, parse_site, read_site_table, write_sites_section,
 };
 pub use tags::SectionKey;
+pub use trace::{
+    TRACE_REPORT_ID, TRACE_VERSION, ThreadHeader, ThreadState, ThreadTrace, Trace, TraceClock,
+    TraceEvent, TraceParser, TraceReader, TraceRecord,
+};
