@@ -1,11 +1,13 @@
-//! The report-side offline tools: `extract-report`, `resolve-samples` and
-//! `resolve-timestamps`, as library functions the binaries (and later the
-//! collector) call.
+//! The report-side offline tools: `extract-report`, `resolve-samples`,
+//! `resolve-timestamps`, `resolve-backtrace` and `resolve-trace`, as
+//! library functions the binaries (and later the collector) call.
 //!
 //! - [`SiteStore`] loads site tables from `.sites` files or from the
 //!   `.debug_site_info` sections of binaries;
 //! - [`resolve_samples`] and [`resolve_timestamps`] join a report's
 //!   sections with those tables;
+//! - [`resolve_trace`] orders the records of a `trace` subreport across
+//!   threads and names their sites and predicates;
 //! - [`extract_reports`] picks subreports out of a raw report;
 //! - [`symbolize`] turns a crash's `main-backtrace` into functions, files
 //!   and lines (module [`backtrace`]), and [`crash_signature`] groups
@@ -18,6 +20,7 @@ pub mod backtrace;
 mod extract_report;
 mod join;
 mod site_store;
+mod trace;
 
 pub use backtrace::{
     BacktraceError, CrashSubreports, DebugFileError, DebugFileSet, DebugFiles, DebugObject,
@@ -27,3 +30,4 @@ pub use backtrace::{
 pub use extract_report::{ExtractReportError, extract_reports};
 pub use join::{JoinError, resolve_samples, resolve_timestamps};
 pub use site_store::{LoadError, SITE_INFO_SECTION, SiteStore, SiteTable};
+pub use trace::{TRACE_HEADER, TraceError, resolve_trace, seconds, slot_text};

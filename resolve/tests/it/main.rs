@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod backtrace;
+mod trace;
 
 const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -24,6 +25,7 @@ fn tool(name: &str, dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
         "resolve-samples" => env!("CARGO_BIN_EXE_resolve-samples"),
         "resolve-timestamps" => env!("CARGO_BIN_EXE_resolve-timestamps"),
         "resolve-backtrace" => env!("CARGO_BIN_EXE_resolve-backtrace"),
+        "resolve-trace" => env!("CARGO_BIN_EXE_resolve-trace"),
         other => panic!("no tool {other}"),
     };
     let mut child = Command::new(program)
