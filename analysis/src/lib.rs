@@ -16,8 +16,11 @@
 pub mod collector_db;
 pub mod dataset;
 pub mod output;
-pub mod predicates;
 pub mod ranking;
+
+/// Which predicates each scheme's sites have, and their C text: in
+/// `sampler-formats`, shared with `resolve-trace`.
+pub use sampler_formats::predicates;
 pub mod report;
 pub mod run_files;
 pub mod scores;

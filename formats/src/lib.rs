@@ -45,6 +45,7 @@
 mod decimal;
 mod error;
 mod lines;
+pub mod predicates;
 mod report;
 mod scheme;
 mod signature;

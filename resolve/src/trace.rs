@@ -212,58 +212,11 @@ pub fn seconds(ticks: i128, ticks_per_second: u64) -> String {
     }
 }
 
-const RELATIONS: [&str; 3] = ["<", "==", ">"];
-
-const FLOAT_KINDS: [&str; 9] = [
-    "-Inf",
-    "negative normal",
-    "negative subnormal",
-    "-0",
-    "NaN",
-    "+0",
-    "positive subnormal",
-    "positive normal",
-    "+Inf",
-];
-
-const UNREF_KINDS: [&str; 4] = [
-    "ref_count 0",
-    "ref_count 1",
-    "ref_count > 1",
-    "not a GObject",
-];
-
-const ATOM_KINDS: [&str; 2] = [
-    "last access by the same thread",
-    "last access by another thread",
-];
-
-/// The text of the predicate "slot `slot` of the site was bumped", from
-/// the site's scheme fields (after file, line, function and statement
-/// number) and its function: the one-slot predicate the analysis ranks
-/// (`sampler-analysis`'s `predicates.rs`, written the same way), `bounds`
-/// as `LVALUE assigned`, and the slots of other schemes as
-/// `FIELDS slot N`.
+/// The text of the observation `slot` of a site: the predicate made of
+/// that slot alone, as the analysis writes it
+/// ([`sampler_formats::predicates::slot_text`]).
 pub fn slot_text(scheme: &SchemeName, slot: u16, fields: &[&str], function: &str) -> String {
-    let field = |index: usize| fields.get(index).copied().unwrap_or("?");
-    let slot_index = usize::from(slot);
-    match (scheme.as_str(), slot_index) {
-        ("branches", 0) => format!("!({})", field(0)),
-        ("branches", 1) => field(0).to_owned(),
-        ("returns", 0..=2) => format!("{}() {} 0", field(0), RELATIONS[slot_index]),
-        // scalar-pairs fields: lvalue, host, offset, other, other kind.
-        ("scalar-pairs", 0..=2) => {
-            format!("{} {} {}", field(0), RELATIONS[slot_index], field(3))
-        }
-        ("float-kinds", 0..=8) => format!("{} is {}", field(0), FLOAT_KINDS[slot_index]),
-        ("g-object-unref", 0..=3) => {
-            format!("g_object_unref({}): {}", field(0), UNREF_KINDS[slot_index])
-        }
-        ("atoms", 0..=1) => format!("{} ({}): {}", field(0), field(1), ATOM_KINDS[slot_index]),
-        ("function-entries", 0) => format!("{function}() reached"),
-        ("bounds", _) => format!("{} assigned", field(0)),
-        _ => format!("{} slot {slot}", fields.join(" ")),
-    }
+    sampler_formats::predicates::slot_text(scheme.as_str(), slot, fields, function)
 }
 
 #[cfg(test)]

@@ -84,6 +84,35 @@ const ATOM_KINDS: [&str; 2] = [
     "last access by another thread",
 ];
 
+/// The three basic relations of `returns` and `scalar-pairs` slots.
+const SLOT_RELATIONS: [&str; 3] = ["<", "==", ">"];
+
+/// The text of what one slot of a site records, as the predicate made of
+/// that slot alone is written (`resolve-trace` names each observation so):
+/// `bounds` as `LVALUE assigned`, the slots of unknown schemes as
+/// `FIELDS slot N`.
+pub fn slot_text(scheme: &str, slot: u16, fields: &[&str], function: &str) -> String {
+    let field = |index: usize| fields.get(index).copied().unwrap_or("?");
+    let slot_index = usize::from(slot);
+    match (scheme, slot_index) {
+        ("branches", 0) => format!("!({})", field(0)),
+        ("branches", 1) => field(0).to_owned(),
+        ("returns", 0..=2) => format!("{}() {} 0", field(0), SLOT_RELATIONS[slot_index]),
+        // scalar-pairs fields: lvalue, host, offset, other, other kind.
+        ("scalar-pairs", 0..=2) => {
+            format!("{} {} {}", field(0), SLOT_RELATIONS[slot_index], field(3))
+        }
+        ("float-kinds", 0..=8) => format!("{} is {}", field(0), FLOAT_KINDS[slot_index]),
+        ("g-object-unref", 0..=3) => {
+            format!("g_object_unref({}): {}", field(0), UNREF_KINDS[slot_index])
+        }
+        ("atoms", 0..=1) => format!("{} ({}): {}", field(0), field(1), ATOM_KINDS[slot_index]),
+        ("function-entries", 0) => format!("{function}() reached"),
+        ("bounds", _) => format!("{} assigned", field(0)),
+        _ => format!("{} slot {slot}", fields.join(" ")),
+    }
+}
+
 /// The predicates of a site of `scheme` with `arity` slots.
 pub fn shapes(scheme: &str, arity: usize) -> Vec<PredicateShape> {
     let per_slot = |text: fn(usize) -> Text| {
