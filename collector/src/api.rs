@@ -435,6 +435,11 @@ pub async fn run(
         None => Value::Null,
     };
     let id: i64 = row.try_get("id").map_err(database)?;
+    value["trace"] = json!(
+        crate::traces::of_run(&state.store, id)
+            .await
+            .map_err(|error| Refusal::unavailable(format!("{error:#}")))?
+    );
     let parts =
         sqlx::query("SELECT name, size FROM run_subreports WHERE run_id = $1 ORDER BY position")
             .bind(id)

@@ -687,6 +687,83 @@ struct CrashGroupPage {
     frames: Vec<FrameRow>,
     tables: Vec<PredictorTable>,
     builds: Vec<(String, String, i64)>,
+    /// The last sampled events of the newest run of the group that has a
+    /// trace: its id and each thread's events.
+    trace: Option<(String, Vec<TraceThread>)>,
+}
+
+struct TraceEvent {
+    sequence: u64,
+    before: String,
+    location: String,
+    function: String,
+    predicate: String,
+}
+
+struct TraceThread {
+    thread: u64,
+    state: String,
+    events: Vec<TraceEvent>,
+}
+
+/// How long before the trace's last event, in a unit that fits.
+fn before_last(seconds: f64) -> String {
+    if seconds == 0.0 {
+        "0".to_owned()
+    } else if seconds < 1e-3 {
+        format!("-{:.1} µs", seconds * 1e6)
+    } else if seconds < 1.0 {
+        format!("-{:.3} ms", seconds * 1e3)
+    } else {
+        format!("-{seconds:.3} s")
+    }
+}
+
+/// The trace of the group's newest run that has one, for the page.
+async fn group_trace(
+    state: &AppState,
+    group: i64,
+) -> anyhow::Result<Option<(String, Vec<TraceThread>)>> {
+    let row = sqlx::query(
+        "SELECT r.id, r.run_id FROM runs r JOIN run_subreports s ON s.run_id = r.id \
+         WHERE r.crash_group_id = $1 AND s.name = $2 ORDER BY r.id DESC LIMIT 1",
+    )
+    .bind(group)
+    .bind(crate::traces::TRACE_REPORT_ID)
+    .fetch_optional(&state.store.pool)
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let (id, run_id): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+    let Some(trace) = crate::traces::of_run(&state.store, id).await? else {
+        return Ok(None);
+    };
+    let threads = trace
+        .threads
+        .into_iter()
+        .map(|thread| TraceThread {
+            thread: thread.thread,
+            state: thread.state,
+            events: thread
+                .events
+                .into_iter()
+                .map(|event| TraceEvent {
+                    sequence: event.sequence,
+                    before: before_last(event.seconds_before_last),
+                    location: match (&event.file, event.line) {
+                        (Some(file), Some(line)) => format!("{file}:{line}"),
+                        _ => format!("{} site {}", event.scheme, event.site),
+                    },
+                    function: event.function.unwrap_or_default(),
+                    predicate: event
+                        .predicate
+                        .unwrap_or_else(|| format!("slot {}", event.slot)),
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Some((run_id, threads)))
 }
 
 /// `GET /dashboard/crash-groups/{id}`
@@ -746,6 +823,10 @@ async fn crash_group_page(
     .iter()
     .map(|row| Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?)))
     .collect::<Result<_, sqlx::Error>>()?;
+    let trace = group_trace(state, id).await.unwrap_or_else(|error| {
+        tracing::warn!(%error, group = id, "the crash group's trace could not be shown");
+        None
+    });
     let mut tables = predictor_tables(view, sampler_analysis::scores::Ranking::default());
     tables[0].title = "This group's predictors after redundancy elimination".to_owned();
     Ok(CrashGroupPage {
@@ -771,6 +852,7 @@ async fn crash_group_page(
             .collect(),
         tables,
         builds,
+        trace,
     })
 }
 

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod rankings;
 pub mod server;
 pub mod tokens;
+pub mod traces;
 pub mod upload;
 
 // The database and the compact counters live in `sampler-storage`, which the

@@ -498,6 +498,12 @@ fn check_report(fields: UploadHeaders, parts: Vec<Part>) -> Result<(NewRun, Vec<
             )));
         }
     }
+    if let Some(part) = parts
+        .iter()
+        .find(|part| part.name == crate::traces::TRACE_REPORT_ID)
+    {
+        crate::traces::check(&part.text).map_err(Refusal::malformed)?;
+    }
     let samples = match parts
         .iter()
         .find(|part| part.name == sampler_formats::SAMPLES_REPORT_ID)

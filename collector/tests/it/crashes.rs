@@ -194,7 +194,74 @@ async fn crashes_are_symbolized_when_their_build_arrives_and_grouped_by_place() 
         assert_eq!(run["counters"][0]["resolved"], json!(true));
 
         let second = upload(&collector, &in_library_again).await;
-        let third = upload(&collector, &in_program).await;
+        // The crash in the program comes with a trace of its last sampled
+        // events (hand-written: the runtime's side is to come), on the
+        // unit's `branches` table.
+        let unit = in_program[0]
+            .1
+            .split("<samples unit=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned();
+        let trace = format!(
+            "version\t1\nclock\tCLOCK_MONOTONIC\t1000000000\ntable\t0\t{unit}\tbranches\n\
+             thread\t77\tcrashing\t2\t10\t5000\n0\t0\t1\t0\t0\n0\t0\t0\t3\t1500\n\
+             thread\t78\tlive\t1\t11\t6000\n0\t0\t1\t0\t0\n"
+        );
+        let mut traced = in_program.clone();
+        traced.push(("trace".to_owned(), trace.clone()));
+        let third = upload(&collector, &traced).await;
+        let run = collector.get_json(&format!("/api/v1/runs/{third}")).await;
+        let threads = run["trace"]["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 2);
+        assert_eq!(threads[0]["thread"], json!(77));
+        assert_eq!(threads[0]["state"], json!("crashing"));
+        let events: Vec<(u64, f64, String, u64, String)> = threads
+            .iter()
+            .flat_map(|thread| thread["events"].as_array().unwrap())
+            .map(|event| {
+                (
+                    event["sequence"].as_u64().unwrap(),
+                    event["seconds_before_last"].as_f64().unwrap(),
+                    event["file"]
+                        .as_str()
+                        .unwrap()
+                        .rsplit('/')
+                        .next()
+                        .unwrap()
+                        .to_owned(),
+                    event["line"].as_u64().unwrap(),
+                    event["predicate"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            events,
+            [
+                (10, 1.5e-6, "main.c".to_owned(), 9, "argc > 1".to_owned()),
+                (13, 0.0, "main.c".to_owned(), 9, "!(argc > 1)".to_owned()),
+                (11, 5e-7, "main.c".to_owned(), 9, "argc > 1".to_owned()),
+            ]
+        );
+        // A damaged trace is refused by line.
+        let mut damaged = in_program.clone();
+        damaged.push(("trace".to_owned(), trace.replace("\t1500\n", "\tsoon\n")));
+        let named: Vec<(&str, &[u8])> = damaged
+            .iter()
+            .map(|(name, text)| (name.as_str(), text.as_bytes()))
+            .collect();
+        let response = collector
+            .send(
+                &OriginalUpload::new(&named),
+                &[("Sampler-Application-Version", "2.0".to_owned())],
+            )
+            .await;
+        assert_eq!(response.status(), 400);
+        let message = response.text().await.unwrap();
+        assert!(message.starts_with("part `trace`: line 6"), "{message}");
         let run = collector.get_json(&format!("/api/v1/runs/{third}")).await;
         assert_eq!(
             own_frames(&run),
@@ -239,5 +306,20 @@ async fn crashes_are_symbolized_when_their_build_arrives_and_grouped_by_place() 
             .await;
         assert_eq!(listed["runs"].as_array().unwrap().len(), 1);
         assert_eq!(listed["runs"][0]["id"], json!(third));
+        // The group's page shows the trace next to the frames.
+        let page = collector
+            .get_text(&format!("/dashboard/crash-groups/{id}"))
+            .await;
+        assert!(
+            page.contains("Last sampled events before the crash"),
+            "{page}"
+        );
+        assert!(
+            page.contains(&format!("Run <code>{third}</code>")),
+            "{page}"
+        );
+        assert_eq!(page.matches("<tr class=\"event\">").count(), 3);
+        assert!(page.contains("<code>!(argc &#62; 1)</code>"), "{page}");
+        assert!(page.contains("-1.5 µs"), "{page}");
     }
 }
