@@ -36,8 +36,8 @@ pub struct Options {
     pub clone_regions: bool,
     /// In cloned regions, each execution of a region is one event of the
     /// countdown and its instrumented copy observes all its sites
-    /// (`-fsample-regions`); by default each site is an event
-    /// (`-fsample-sites`).
+    /// (`-fsample-regions`, default); with `-fsample-sites` each site's
+    /// event is one.
     pub sample_regions: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
@@ -70,7 +70,7 @@ impl Default for Options {
             schemes: Vec::new(),
             sample: true,
             clone_regions: true,
-            sample_regions: false,
+            sample_regions: true,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -233,13 +233,13 @@ pub const FLAGS: &[FlagGroup] = &[
     },
     FlagGroup {
         flags: &[
-            switch("-fsample-sites", |o| o.sample_regions = false),
             switch("-fsample-regions", |o| o.sample_regions = true),
+            switch("-fsample-sites", |o| o.sample_regions = false),
         ],
-        meaning: "cloned regions: each site's event is one random decision of the countdown \
-                  (default), or each execution of a region (a run of statements, one loop \
-                  iteration, a condition) is one, whose instrumented copy then observes all its \
-                  sites; sites outside regions stay one decision each",
+        meaning: "cloned regions: each execution of a region (a run of statements, one loop \
+                  iteration, a condition) is one random decision of the countdown, whose \
+                  instrumented copy then observes all its sites (default), or each site's event \
+                  is one (as the original; slower); sites outside regions are one decision each",
     },
     FlagGroup {
         flags: &[

@@ -47,7 +47,8 @@
 //! FAST is compiled as system-header text (line markers with flag 3) so
 //! gcc's warnings come once, from SLOW, at the user's lines.
 //!
-//! With `-fsample-regions` each execution of a region (a run, one loop
+//! With `-fsample-regions` (the default; `-fsample-sites` is the form
+//! above) each execution of a region (a run, one loop
 //! iteration, one evaluation of an expression region, one pass over a
 //! declaration run) is one event of the countdown instead of each site:
 //! the test is `if (__builtin_expect(--L > 0, 1) || !DRAW) { FAST } else

@@ -221,7 +221,7 @@ int options(int c, int level)
         let plain = gcc(&lab, &args);
         let expected = diagnostics(&plain.stderr);
         assert!(expected.len() >= 3, "{expected:?}");
-        for sampling in ["-fsample", "-fno-sample", "-fsample-regions"] {
+        for sampling in ["-fsample", "-fno-sample", "-fsample-sites"] {
             let mut ours_args = EVERY_SCHEME.to_vec();
             ours_args.push(sampling);
             ours_args.extend_from_slice(&args);

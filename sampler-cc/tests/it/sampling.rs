@@ -494,9 +494,9 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
 
     for (build, extra) in [
-        ("cloned", "-fclone-regions"),
-        ("per-site", "-fno-clone-regions"),
-        ("per-region", "-fsample-regions"),
+        ("per-region", "-fclone-regions"),
+        ("per-site", "-fsample-sites"),
+        ("unclone", "-fno-clone-regions"),
     ] {
         let mut args = common.to_vec();
         args.extend([extra, "-o", build]);
