@@ -490,6 +490,8 @@ struct DashboardPage {
     application: String,
     totals: Totals,
     build_label: Option<String>,
+    /// Whether the false discovery rate is bounded (at 5%).
+    fdr: bool,
     /// The selected build's version and release, for the form.
     build_version: String,
     build_release: String,
@@ -516,6 +518,8 @@ pub struct DashboardQuery {
     failure: Option<String>,
     /// The score that orders predicates.
     rank_by: Option<String>,
+    /// Keep only predicates accepted at this false discovery rate.
+    fdr: Option<f64>,
     /// Only this build's runs (with `release`).
     version: Option<String>,
     /// The build's release.
@@ -551,6 +555,7 @@ pub async fn overview(
     let ranking_query = RankingQuery {
         fail_on_exit: failure == "exit",
         rank_by: query.rank_by.clone(),
+        fdr: query.fdr,
         version: query.version.clone(),
         release: query.release.clone(),
         ..RankingQuery::default()
@@ -640,6 +645,7 @@ async fn overview_page(
                 format!("{version} (release {release})")
             }
         }),
+        fdr: spec.fdr.is_some(),
         build_version: spec.build.as_ref().map(|b| b.0.clone()).unwrap_or_default(),
         build_release: spec.build.as_ref().map(|b| b.1.clone()).unwrap_or_default(),
         plot: runs_plot(state, grant.application_id).await?,

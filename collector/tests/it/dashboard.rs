@@ -300,6 +300,20 @@ async fn dashboard(backend: &str) {
         .await
         .unwrap();
     assert!(build.contains("build 1.2 (release 3) only"), "{build}");
+    let controlled = client
+        .get(format!("{url}/dashboard?fdr=0.05"))
+        .header(COOKIE, attributes[0])
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        controlled.contains(r#"name="fdr" value="0.05" checked"#),
+        "{controlled}"
+    );
+    assert_eq!(controlled.matches("<tr class=\"predictor").count(), 2);
 
     let response = client
         .post(format!("{url}/logout"))
