@@ -11,8 +11,8 @@
  *   which it resets after writing them in an interim report or when their
  *   unit is unloaded.
  * - Every function is thread-safe. None may be called from a signal
- *   handler except cbi_sample and cbi_atomsObserve (which is what
- *   instrumented code calls).
+ *   handler except cbi_sample, cbi_atomsObserve and cbi_traceObserve
+ *   (which is what instrumented code calls).
  */
 #ifndef SAMPLER_H
 #define SAMPLER_H
@@ -170,6 +170,29 @@ int cbi_gObjectUnrefClassify(const void *object);
  * threads racing on one slot, each sees the other's access or none,
  * consistently with one order of the two. */
 int cbi_atomsObserve(const void *address);
+
+/* ---- Flight recorder (SAMPLER_TRACE) ----------------------------------- */
+
+/* One sampled observation, for the `trace` subreport (schema/report-format.md,
+ * "The `trace` subreport"): the counter `slot` (0 for bounds schemes) of
+ * row `site` of the scheme table `scheme`, which is an element of the
+ * `schemes` array of a registered unit, e.g. &unit_schemes[0]. Called where
+ * the site counts, after cbi_sample() returned 1:
+ *
+ *     if (__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample()) {
+ *         __atomic_fetch_add(&branches[3][taken], 1, __ATOMIC_RELAXED);
+ *         cbi_traceObserve(&unit_schemes[0], 3, taken);
+ *     }
+ *
+ * With SAMPLER_TRACE=N (1 to 65536) each thread keeps its last N
+ * observations in a ring, written on a fatal signal and in interim
+ * reports; unset or 0, the call returns at once. `scheme` is only
+ * compared with the registered units' tables, never read: an observation
+ * of a unit unloaded since is left out of the trace. A thread's ring is
+ * made at its first cbi_sample() call; what it observes before is left
+ * out. Lock-free, no allocation, async-signal-safe: a signal arriving
+ * while a record is written loses at most that record. */
+void cbi_traceObserve(const struct cbi_scheme_sites *scheme, uint32_t site, uint32_t slot);
 
 #ifdef __cplusplus
 }

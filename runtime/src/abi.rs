@@ -11,8 +11,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::countdown::{self, Expiry};
-use crate::registry::{self, CbiUnit};
-use crate::{atoms, gobject, report, runtime};
+use crate::registry::{self, CbiSchemeSites, CbiUnit};
+use crate::{atoms, gobject, report, runtime, trace};
 
 /// Set when a panic was caught: everything is off from then on.
 static BROKEN: AtomicBool = AtomicBool::new(false);
@@ -155,6 +155,16 @@ pub unsafe extern "C" fn cbi_gObjectUnrefClassify(object: *const c_void) -> c_in
 #[unsafe(no_mangle)]
 pub extern "C" fn cbi_atomsObserve(address: *const c_void) -> c_int {
     guarded(0, || c_int::from(atoms::observe(address as usize)))
+}
+
+/// `cbi_traceObserve`. The scheme pointer is only a number here: compared
+/// with the registered units' tables when the trace is written, never
+/// read. Async-signal-safe; one relaxed load when tracing is off.
+#[unsafe(no_mangle)]
+pub extern "C" fn cbi_traceObserve(scheme: *const CbiSchemeSites, site: u32, slot: u32) {
+    if trace::enabled() {
+        guarded((), || trace::observe(scheme as usize, site, slot));
+    }
 }
 
 /// Runs at `exit`.

@@ -6,14 +6,20 @@ use std::ffi::{OsStr, OsString};
 /// Every variable the runtime reads and then removes from the environment,
 /// so that child processes neither overwrite the report nor inherit the
 /// sampling settings.
-pub(crate) const CONSUMED_VARIABLES: [&str; 6] = [
+pub(crate) const CONSUMED_VARIABLES: [&str; 7] = [
     "SAMPLER_SPARSITY",
     "SAMPLER_SEED",
     "SAMPLER_EVENT_COUNTDOWNS",
     "SAMPLER_RANDOM",
     "SAMPLER_REPORT_FD",
     "SAMPLER_FILE",
+    "SAMPLER_TRACE",
 ];
+
+/// The largest ring `SAMPLER_TRACE` may ask for, in records per thread: a
+/// full ring is then about 2.5 MB per thread, and a trace of 8 full rings
+/// about 10 MB of text, within the launcher's 16 MiB cap.
+pub(crate) const MAX_TRACE: u32 = 65536;
 
 /// How countdowns are drawn.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,6 +48,9 @@ pub(crate) struct Config {
     /// `SAMPLER_SEED`: the base of every thread's reproducible stream.
     pub(crate) seed: Option<u64>,
     pub(crate) destination: Destination,
+    /// `SAMPLER_TRACE`: the sampled observations each thread keeps for the
+    /// `trace` subreport; 0 when tracing is off.
+    pub(crate) trace: u32,
 }
 
 /// Parses the configuration from `lookup` (the environment, in the real
@@ -149,11 +158,25 @@ pub(crate) fn parse(
         (None, None) => Destination::None,
     };
 
+    let trace = match text("SAMPLER_TRACE") {
+        None => 0,
+        Some(value) => match parse_u64(&value) {
+            Some(records) if records <= u64::from(MAX_TRACE) => records as u32,
+            _ => {
+                warnings.push(format!(
+                    "SAMPLER_TRACE=`{value}` is not a whole number from 0 to {MAX_TRACE}; tracing is off"
+                ));
+                0
+            }
+        },
+    };
+
     (
         Config {
             sampling,
             seed,
             destination,
+            trace,
         },
         warnings,
     )
@@ -220,7 +243,26 @@ mod tests {
         assert_eq!(config.sampling, Sampling::Off);
         assert_eq!(config.destination, Destination::None);
         assert_eq!(config.seed, None);
+        assert_eq!(config.trace, 0);
         assert!(warnings.is_empty());
+    }
+
+    #[test]
+    fn trace_sizes_and_their_bound() {
+        for (value, records) in [("0", 0), ("16", 16), (" 0x10 ", 16), ("65536", 65536)] {
+            let (config, warnings) = parse_env(&[("SAMPLER_TRACE", value)]);
+            assert_eq!((config.trace, warnings.len()), (records, 0), "{value}");
+        }
+        for value in ["65537", "-1", "many", "1.5", ""] {
+            let (config, warnings) = parse_env(&[("SAMPLER_TRACE", value)]);
+            assert_eq!(config.trace, 0, "{value}");
+            assert_eq!(
+                warnings,
+                [format!(
+                    "SAMPLER_TRACE=`{value}` is not a whole number from 0 to 65536; tracing is off"
+                )]
+            );
+        }
     }
 
     #[test]

@@ -226,6 +226,7 @@ pub(crate) fn expire(gaps: &mut [i32], generator: &Generator, seed: Option<u64>)
                 // The thread's first event: start a sequence here.
                 let stream = slot.insert(ThreadStream::start(seed));
                 crate::crash::prepare_thread();
+                crate::trace::prepare_thread();
                 let first = stream.first(generator);
                 if first == 1 {
                     (true, stream.draw(generator), stream)

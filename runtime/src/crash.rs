@@ -1,5 +1,6 @@
 //! The crash path: on a fatal or terminating signal, write the samples, the
-//! crashing thread's backtrace and the loaded modules, then let the signal
+//! crashing thread's backtrace, the loaded modules and (with
+//! `SAMPLER_TRACE`) the trace, then let the signal
 //! do what it would have done without us.
 //!
 //! Invariants (the handler runs in a broken process):
@@ -107,6 +108,7 @@ fn write_crash_report(fd: c_int) {
     sys::write_backtrace_symbols(&frames[..n_frames], out.fd());
     out.bytes(b"</report>\n");
     write_modules(&mut out);
+    crate::trace::write(&mut out, sys::gettid());
     out.flush();
 }
 

@@ -9,7 +9,8 @@
 //! (`report`) to `SAMPLER_REPORT_FD` or `SAMPLER_FILE`. Two schemes ask
 //! the runtime what to count: `gobject` classifies `g_object_unref`
 //! arguments, `atoms` tells whether an access follows one by another
-//! thread.
+//! thread. With `SAMPLER_TRACE`, `trace` keeps each thread's last sampled
+//! observations for the crash report (issue 18's flight recorder).
 //!
 //! Configuration comes from the environment once, at the first unit
 //! registration or sampled event (`config`), and the variables are then
@@ -30,6 +31,7 @@ mod gobject;
 mod registry;
 mod report;
 mod sys;
+mod trace;
 
 use std::sync::OnceLock;
 use std::sync::atomic::Ordering;
@@ -88,6 +90,7 @@ fn initialise() -> Runtime {
     if let Some(fd) = fd {
         report::OWNER_PID.store(sys::getpid(), Ordering::Release);
         report::REPORT_FD.store(fd, Ordering::Release);
+        trace::enable(config.trace);
         sys::at_exit(abi::at_exit);
         crash::install();
     }

@@ -187,6 +187,36 @@ pub(crate) fn for_each_locked(visit: &mut dyn FnMut(&CbiUnit)) {
     for_each(visit);
 }
 
+/// Runs `body` while holding the change lock, so that no unit is
+/// registered or unloaded meanwhile. Not for the crash path.
+pub(crate) fn locked<T>(body: impl FnOnce() -> T) -> T {
+    let _guard = CHANGES.lock().unwrap_or_else(|poison| poison.into_inner());
+    body()
+}
+
+/// The position of the scheme table at `address` among the scheme tables
+/// of every registered unit, counted in [`for_each`] order (units newest
+/// first, each unit's schemes in order); `None` when no registered unit
+/// holds it. `address` is only compared, never read. Async-signal-safe.
+pub(crate) fn scheme_index(address: usize) -> Option<u32> {
+    let size = size_of::<CbiSchemeSites>();
+    let mut before = 0usize;
+    let mut found = None;
+    for_each(&mut |unit| {
+        let tables = schemes(unit);
+        let base = tables.as_ptr() as usize;
+        if found.is_none()
+            && address >= base
+            && address - base < size_of_val(tables)
+            && (address - base).is_multiple_of(size)
+        {
+            found = Some(before + (address - base) / size);
+        }
+        before += tables.len();
+    });
+    found.and_then(|index| u32::try_from(index).ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

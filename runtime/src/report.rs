@@ -272,7 +272,7 @@ pub(crate) fn write_final() {
 /// Writes one samples block with `units`, in the process that owns the
 /// report and only until the final report is written: what comes after it
 /// (destructors running at exit) is already counted there.
-fn write_block_before_final(units: &mut dyn FnMut(&mut FdWriter<'_>)) {
+fn write_block_before_final(units: &mut dyn FnMut(&mut FdWriter<'_>), with_trace: bool) {
     let Some(fd) = owned_fd() else { return };
     let Some(_guard) = WriterGuard::acquire(None) else {
         return;
@@ -283,18 +283,28 @@ fn write_block_before_final(units: &mut dyn FnMut(&mut FdWriter<'_>)) {
     let mut buffer = [0u8; 8192];
     let mut out = FdWriter::new(fd, &mut buffer);
     write_samples_block(&mut out, units);
+    if with_trace {
+        // Under the registry lock, so the `table` lines and the records'
+        // table indices see the same units.
+        registry::locked(|| crate::trace::write(&mut out, sys::gettid()));
+    }
 }
 
 /// The samples of one unit being unloaded, then reset.
 pub(crate) fn write_unloaded_unit(unit: &CbiUnit) {
-    write_block_before_final(&mut |out| write_unit(out, unit, true));
+    write_block_before_final(&mut |out| write_unit(out, unit, true), false);
 }
 
-/// An interim report: every unit's samples since the last one, then reset.
+/// An interim report: every unit's samples since the last one, then reset,
+/// and the trace (with `SAMPLER_TRACE`; the calling thread marked
+/// `crashing`, as the format says), which is not reset.
 pub(crate) fn write_interim() {
-    write_block_before_final(&mut |out| {
-        registry::for_each_locked(&mut |unit| write_unit(out, unit, true));
-    });
+    write_block_before_final(
+        &mut |out| {
+            registry::for_each_locked(&mut |unit| write_unit(out, unit, true));
+        },
+        true,
+    );
 }
 
 /// The crash report's samples: like [`write_final`], but walking the

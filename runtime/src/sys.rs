@@ -43,6 +43,21 @@ pub(crate) fn gettid() -> i32 {
     unsafe { libc::gettid() }
 }
 
+/// `CLOCK_MONOTONIC` in nanoseconds; 0 if the clock cannot be read.
+/// Async-signal-safe (POSIX lists `clock_gettime`).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut now = MaybeUninit::<libc::timespec>::zeroed();
+    // SAFETY: the kernel (or the vDSO) writes one timespec into memory we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, now.as_mut_ptr()) } != 0 {
+        return 0;
+    }
+    // SAFETY: zeroed, then filled by the successful call above.
+    let now = unsafe { now.assume_init() };
+    (now.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(now.tv_nsec as u64)
+}
+
 /// Yields the processor to another thread. Async-signal-safe.
 pub(crate) fn yield_now() {
     // SAFETY: no arguments, no memory.

@@ -220,6 +220,7 @@ fn only_the_abi_leaves_the_static_and_the_shared_runtime() {
         "cbi_registerUnit",
         "cbi_reportNow",
         "cbi_sample",
+        "cbi_traceObserve",
         "cbi_unregisterUnit",
     ];
     assert_eq!(

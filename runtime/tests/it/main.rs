@@ -12,6 +12,7 @@ use sampler_formats::{Report, Subreport};
 mod crash;
 mod exit;
 mod sampling;
+mod trace;
 
 const UNIT_11: &str = "11111111111111111111111111111111";
 const UNIT_22: &str = "22222222222222222222222222222222";

@@ -1,0 +1,94 @@
+/* The flight recorder (SAMPLER_TRACE): threads observe a known sequence
+ * through cbi_traceObserve, taking turns, then the main thread crashes
+ * (argv[1] "crash") or asks for an interim report ("interim").
+ *
+ * The sequence: thread "exited" makes EXITED_RECORDS observations and
+ * ends; then WORKERS threads make WORKER_RECORDS each, round robin (worker
+ * w's k-th is the (k * WORKERS + w)-th of the round); then main makes
+ * MAIN_RECORDS. Observation k of any thread is pattern[k % 5]. Each
+ * thread prints its tid first. */
+#define UNIT_BYTE 0x44
+#include "unit.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define WORKERS 3
+#define EXITED_RECORDS 3
+#define WORKER_RECORDS 12
+#define MAIN_RECORDS 5
+
+static const struct { int scheme; unsigned site, slot; } pattern[5] = {
+    {0, 0, 0}, {0, 1, 1}, {1, 0, 2}, {2, 0, 0}, {0, 0, 1},
+};
+
+static void observe(int k)
+{
+    const __typeof__(pattern[0]) *p = &pattern[k % 5];
+    cbi_traceObserve(&unit_schemes[p->scheme], p->site, p->slot);
+}
+
+static void say_tid(const char *who, int index)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    printf("%s %d %ld\n", who, index, (long)syscall(SYS_gettid));
+    fflush(stdout);
+    pthread_mutex_unlock(&lock);
+}
+
+static int turn; /* the next observation of the round, atomically */
+
+static void *exited_body(void *argument)
+{
+    (void)argument;
+    cbi_sample(); /* the thread's first event: its ring is made here */
+    say_tid("exited", 0);
+    for (int k = 0; k < EXITED_RECORDS; k++)
+        observe(k);
+    return NULL;
+}
+
+static void *worker_body(void *argument)
+{
+    int w = (int)(long)argument;
+    cbi_sample();
+    say_tid("worker", w);
+    for (int k = 0; k < WORKER_RECORDS; k++) {
+        while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != k * WORKERS + w)
+            sched_yield();
+        observe(k);
+        __atomic_store_n(&turn, k * WORKERS + w + 1, __ATOMIC_RELEASE);
+    }
+    for (;;)
+        pause(); /* live until the process ends */
+    return NULL;
+}
+
+__attribute__((noinline)) void crash_now(volatile int *pointer) { *pointer = 1; }
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "crash";
+    cbi_sample();
+    say_tid("main", 0);
+    pthread_t exited, workers[WORKERS];
+    pthread_create(&exited, NULL, exited_body, NULL);
+    pthread_join(exited, NULL);
+    for (long w = 0; w < WORKERS; w++)
+        pthread_create(&workers[w], NULL, worker_body, (void *)w);
+    while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != WORKERS * WORKER_RECORDS)
+        sched_yield();
+    for (int k = 0; k < MAIN_RECORDS; k++)
+        observe(k);
+    if (strcmp(mode, "interim") == 0) {
+        cbi_reportNow();
+        return 0;
+    }
+    crash_now(NULL);
+    return 1;
+}

@@ -1,0 +1,242 @@
+//! The flight recorder: `tests/c/trace.c` observes a known sequence in
+//! four threads through `cbi_traceObserve`, then crashes or asks for an
+//! interim report; the `trace` subreport holds each thread's last
+//! `SAMPLER_TRACE` observations, oldest first, the right thread marked.
+
+use std::collections::HashMap;
+
+use sampler_formats::{ThreadState, Trace};
+
+use super::*;
+
+const WORKERS: u64 = 3;
+const EXITED_RECORDS: u64 = 3;
+const WORKER_RECORDS: u64 = 12;
+const MAIN_RECORDS: u64 = 5;
+/// `pattern` of trace.c: (scheme, site, slot) of observation k % 5.
+const PATTERN: [(&str, u32, u16); 5] = [
+    ("branches", 0, 0),
+    ("branches", 1, 1),
+    ("returns", 0, 2),
+    ("bounds", 0, 0),
+    ("branches", 0, 1),
+];
+
+impl Lab {
+    /// `trace` (tests/c/trace.c) linked with the static runtime.
+    fn trace_static(&self) -> PathBuf {
+        let source = runtime_dir().join("tests/c/trace.c");
+        let archive = packaged().join("libsampler_runtime.a");
+        let mut args = vec![
+            source.to_str().unwrap().to_owned(),
+            archive.to_str().unwrap().to_owned(),
+            "-o".to_owned(),
+            "trace".to_owned(),
+        ];
+        args.extend(SYSTEM_LIBS.iter().map(|s| s.to_string()));
+        self.gcc(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        self.path("trace")
+    }
+}
+
+/// The tids the program printed: `who index tid` lines.
+fn tids(output: &Output) -> HashMap<(String, u64), u64> {
+    stdout(output)
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            (
+                (fields[0].to_owned(), fields[1].parse().unwrap()),
+                fields[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// (scheme, site, slot, sequence) of observations `ks` of a thread whose
+/// observation k has sequence number `sequence(k)`.
+fn expected(
+    ks: std::ops::Range<u64>,
+    sequence: impl Fn(u64) -> u64,
+) -> Vec<(String, u32, u16, u64)> {
+    ks.map(|k| {
+        let (scheme, site, slot) = PATTERN[(k % 5) as usize];
+        (scheme.to_owned(), site, slot, sequence(k))
+    })
+    .collect()
+}
+
+/// Checks the one trace of `text`: the last `ring` observations of each
+/// thread, main marked crashing.
+fn check_trace(text: &str, output: &Output, ring: u64) {
+    let traces = Trace::read_all(text.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(traces.len(), 1, "{text}");
+    let trace = &traces[0];
+    assert_eq!(trace.clock.name, "CLOCK_MONOTONIC");
+    assert_eq!(trace.clock.ticks_per_second, 1_000_000_000);
+    let tids = tids(output);
+    let last = |n: u64| n.saturating_sub(ring)..n;
+    let worker_base = EXITED_RECORDS;
+    let main_base = EXITED_RECORDS + WORKERS * WORKER_RECORDS;
+    let mut wanted = vec![(
+        tids[&("main".to_owned(), 0)],
+        ThreadState::Crashing,
+        expected(last(MAIN_RECORDS), |k| main_base + k),
+    )];
+    for w in 0..WORKERS {
+        wanted.push((
+            tids[&("worker".to_owned(), w)],
+            ThreadState::Live,
+            expected(last(WORKER_RECORDS), |k| worker_base + k * WORKERS + w),
+        ));
+    }
+    wanted.push((
+        tids[&("exited".to_owned(), 0)],
+        ThreadState::Exited,
+        expected(last(EXITED_RECORDS), |k| k),
+    ));
+    // Crashing first, then the live threads, then the exited one; the
+    // runtime does not promise an order among threads of one state.
+    let mut found: Vec<_> = trace
+        .threads
+        .iter()
+        .map(|thread| {
+            let records: Vec<_> = thread
+                .records
+                .iter()
+                .map(|record| {
+                    let key = &trace.tables[record.table as usize];
+                    assert_eq!(key.unit.to_string(), "44".repeat(16));
+                    (
+                        key.scheme.to_string(),
+                        record.site,
+                        record.slot,
+                        record.sequence,
+                    )
+                })
+                .collect();
+            // Times never go back within a thread here (no signal
+            // handler records).
+            assert!(
+                thread.records.windows(2).all(|w| w[0].time <= w[1].time),
+                "{text}"
+            );
+            (thread.thread, thread.state, records)
+        })
+        .collect();
+    assert_eq!(found[0], wanted[0], "{text}");
+    assert_eq!(found.last(), wanted.last(), "{text}");
+    found[1..=WORKERS as usize].sort_by_key(|(tid, ..)| *tid);
+    wanted[1..=WORKERS as usize].sort_by_key(|(tid, ..)| *tid);
+    assert_eq!(found, wanted, "{text}");
+}
+
+#[test]
+fn a_crash_writes_each_threads_last_observations_after_the_modules() {
+    let lab = Lab::new();
+    let program = lab.trace_static();
+    let output = lab.run(
+        &program,
+        &["crash"],
+        &[
+            ("SAMPLER_FILE", "run.report"),
+            ("SAMPLER_SPARSITY", "1"),
+            ("SAMPLER_TRACE", "8"),
+        ],
+    );
+    assert_eq!(signal_of(&output), Some(11), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+    let text = lab.read("run.report");
+    let report = parse(&text);
+    assert_eq!(
+        subreport_ids(&report),
+        ["samples", "main-backtrace", "modules", "trace"],
+        "{text}"
+    );
+    check_trace(&text, &output, 8);
+}
+
+#[test]
+fn a_ring_larger_than_the_sequence_keeps_all_of_it() {
+    let lab = Lab::new();
+    let program = lab.trace_static();
+    let output = lab.run(
+        &program,
+        &["crash"],
+        &[
+            ("SAMPLER_FILE", "run.report"),
+            ("SAMPLER_SPARSITY", "1"),
+            ("SAMPLER_TRACE", "1000"),
+        ],
+    );
+    assert_eq!(signal_of(&output), Some(11), "{}", stderr(&output));
+    check_trace(&lab.read("run.report"), &output, 1000);
+}
+
+#[test]
+fn an_interim_report_writes_the_trace_after_the_samples() {
+    let lab = Lab::new();
+    let program = lab.trace_static();
+    let output = lab.run(
+        &program,
+        &["interim"],
+        &[
+            ("SAMPLER_FILE", "run.report"),
+            ("SAMPLER_SPARSITY", "1"),
+            ("SAMPLER_TRACE", "4"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = lab.read("run.report");
+    let report = parse(&text);
+    // The interim report, then the final samples at exit.
+    assert_eq!(
+        subreport_ids(&report),
+        ["samples", "trace", "samples"],
+        "{text}"
+    );
+    check_trace(&text, &output, 4);
+}
+
+#[test]
+fn tracing_off_writes_no_trace() {
+    for trace in [None, Some("0")] {
+        let lab = Lab::new();
+        let program = lab.trace_static();
+        let mut env = vec![("SAMPLER_FILE", "run.report"), ("SAMPLER_SPARSITY", "1")];
+        env.extend(trace.map(|n| ("SAMPLER_TRACE", n)));
+        let output = lab.run(&program, &["crash"], &env);
+        assert_eq!(signal_of(&output), Some(11), "{}", stderr(&output));
+        let text = lab.read("run.report");
+        assert_eq!(
+            subreport_ids(&parse(&text)),
+            ["samples", "main-backtrace", "modules"],
+            "{trace:?}: {text}"
+        );
+        assert!(!text.contains("<report id=\"trace\">"), "{text}");
+    }
+}
+
+#[test]
+fn a_bad_trace_size_is_said_once_and_tracing_is_off() {
+    let lab = Lab::new();
+    let program = lab.trace_static();
+    let output = lab.run(
+        &program,
+        &["interim"],
+        &[
+            ("SAMPLER_FILE", "run.report"),
+            ("SAMPLER_SPARSITY", "1"),
+            ("SAMPLER_TRACE", "100000"),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(
+        stderr(&output),
+        "sampler: SAMPLER_TRACE=`100000` is not a whole number from 0 to 65536; tracing is off\n"
+    );
+    assert_eq!(
+        subreport_ids(&parse(&lab.read("run.report"))),
+        ["samples", "samples"]
+    );
+}
