@@ -25,17 +25,22 @@ const PATTERN: [(&str, u32, u16); 5] = [
 impl Lab {
     /// `trace` (tests/c/trace.c) linked with the static runtime.
     fn trace_static(&self) -> PathBuf {
-        let source = runtime_dir().join("tests/c/trace.c");
+        self.c_static("trace")
+    }
+
+    /// `tests/c/NAME.c` linked with the static runtime, as `NAME`.
+    fn c_static(&self, name: &str) -> PathBuf {
+        let source = runtime_dir().join(format!("tests/c/{name}.c"));
         let archive = packaged().join("libsampler_runtime.a");
         let mut args = vec![
             source.to_str().unwrap().to_owned(),
             archive.to_str().unwrap().to_owned(),
             "-o".to_owned(),
-            "trace".to_owned(),
+            name.to_owned(),
         ];
         args.extend(SYSTEM_LIBS.iter().map(|s| s.to_string()));
         self.gcc(&args.iter().map(String::as_str).collect::<Vec<_>>());
-        self.path("trace")
+        self.path(name)
     }
 }
 
@@ -239,4 +244,93 @@ fn a_bad_trace_size_is_said_once_and_tracing_is_off() {
         subreport_ids(&parse(&lab.read("run.report"))),
         ["samples", "samples"]
     );
+}
+
+/// `MAIN_RECORDS` of trace_storm.c.
+const STORM_MAIN_RECORDS: u32 = 300_000;
+
+/// The records of a storm trace's one thread, checked whole: each is main's
+/// (branches, k, k & 1) or the handler's (returns, h, 2), each kind in
+/// increasing order, sequence numbers distinct. Returns main's sites and
+/// the handler's.
+fn storm_records(trace: &Trace, text: &str) -> (Vec<u32>, Vec<u32>) {
+    assert_eq!(trace.threads.len(), 1, "{text}");
+    let thread = &trace.threads[0];
+    assert_eq!(thread.state, ThreadState::Crashing);
+    let (mut main, mut handler) = (Vec::new(), Vec::new());
+    let mut sequences = std::collections::HashSet::new();
+    for record in &thread.records {
+        assert!(sequences.insert(record.sequence), "{record:?}\n{text}");
+        match trace.tables[record.table as usize]
+            .scheme
+            .to_string()
+            .as_str()
+        {
+            "branches" => {
+                assert_eq!(u32::from(record.slot), record.site & 1, "{record:?}");
+                main.push(record.site);
+            }
+            "returns" => {
+                assert_eq!(record.slot, 2, "{record:?}");
+                handler.push(record.site);
+            }
+            other => panic!("a record of `{other}`: {record:?}\n{text}"),
+        }
+    }
+    for sites in [&main, &handler] {
+        assert!(sites.windows(2).all(|w| w[0] < w[1]), "{sites:?}\n{text}");
+    }
+    (main, handler)
+}
+
+#[test]
+fn a_storm_of_signals_that_observe_too_corrupts_no_record() {
+    let lab = Lab::new();
+    let program = lab.c_static("trace_storm");
+    let ring = 256;
+    let output = lab.run(
+        &program,
+        &[],
+        &[
+            ("SAMPLER_FILE", "run.report"),
+            ("SAMPLER_SPARSITY", "1"),
+            ("SAMPLER_TRACE", "256"),
+        ],
+    );
+    assert_eq!(signal_of(&output), Some(11), "{}", stderr(&output));
+    let handled: u32 = stdout(&output)
+        .trim()
+        .strip_prefix("handled ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{}", stdout(&output)));
+    assert!(handled > 0);
+    let text = lab.read("run.report");
+    let report = parse(&text);
+    assert_eq!(
+        subreport_ids(&report),
+        [
+            "samples",
+            "trace",
+            "samples",
+            "main-backtrace",
+            "modules",
+            "trace"
+        ],
+        "{text}"
+    );
+    let traces = Trace::read_all(text.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(traces.len(), 2);
+    // The interim report, written while the storm went on: records may be
+    // overwritten under the writer, never written torn.
+    let (main, _) = storm_records(&traces[0], &text);
+    assert!(main.iter().all(|&k| k < STORM_MAIN_RECORDS / 2), "{main:?}");
+    // The crash, the timer stopped: exactly the last `ring` records, none
+    // lost, main's and the handler's each consecutive.
+    assert_eq!(traces[1].threads[0].records.len(), ring, "{text}");
+    let (main, handler) = storm_records(&traces[1], &text);
+    assert_eq!(main.last(), Some(&(STORM_MAIN_RECORDS - 1)), "{text}");
+    for sites in [&main, &handler] {
+        assert!(sites.windows(2).all(|w| w[0] + 1 == w[1]), "{sites:?}");
+    }
+    assert!(handler.last().is_none_or(|&h| h <= handled), "{handler:?}");
 }
