@@ -6,7 +6,10 @@
  * ends; then WORKERS threads make WORKER_RECORDS each, round robin (worker
  * w's k-th is the (k * WORKERS + w)-th of the round); then main makes
  * MAIN_RECORDS. Observation k of any thread is pattern[k % 5]. Each
- * thread prints its tid first. */
+ * thread prints its tid first.
+ *
+ * argv[1] "many-exited": instead, MANY threads one after the other each
+ * observe (returns, site t, slot 0) twice and end; then main crashes. */
 #define UNIT_BYTE 0x44
 #include "unit.h"
 
@@ -21,6 +24,7 @@
 #define EXITED_RECORDS 3
 #define WORKER_RECORDS 12
 #define MAIN_RECORDS 5
+#define MANY 40
 
 static const struct { int scheme; unsigned site, slot; } pattern[5] = {
     {0, 0, 0}, {0, 1, 1}, {1, 0, 2}, {2, 0, 0}, {0, 0, 1},
@@ -69,6 +73,16 @@ static void *worker_body(void *argument)
     return NULL;
 }
 
+static void *short_body(void *argument)
+{
+    unsigned t = (unsigned)(long)argument;
+    cbi_sample();
+    say_tid("short", (int)t);
+    cbi_traceObserve(&unit_schemes[1], t, 0);
+    cbi_traceObserve(&unit_schemes[1], t, 0);
+    return NULL;
+}
+
 __attribute__((noinline)) void crash_now(volatile int *pointer) { *pointer = 1; }
 
 int main(int argc, char **argv)
@@ -76,6 +90,14 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "crash";
     cbi_sample();
     say_tid("main", 0);
+    if (strcmp(mode, "many-exited") == 0) {
+        for (long t = 0; t < MANY; t++) {
+            pthread_t thread;
+            pthread_create(&thread, NULL, short_body, (void *)t);
+            pthread_join(thread, NULL);
+        }
+        crash_now(NULL);
+    }
     pthread_t exited, workers[WORKERS];
     pthread_create(&exited, NULL, exited_body, NULL);
     pthread_join(exited, NULL);

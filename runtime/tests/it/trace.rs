@@ -334,3 +334,48 @@ fn a_storm_of_signals_that_observe_too_corrupts_no_record() {
     }
     assert!(handler.last().is_none_or(|&h| h <= handled), "{handler:?}");
 }
+
+#[test]
+fn exited_threads_leave_their_records_in_a_bounded_pool() {
+    let lab = Lab::new();
+    let program = lab.trace_static();
+    let output = lab.run(
+        &program,
+        &["many-exited"],
+        &[
+            ("SAMPLER_FILE", "run.report"),
+            ("SAMPLER_SPARSITY", "1"),
+            ("SAMPLER_TRACE", "8"),
+        ],
+    );
+    assert_eq!(signal_of(&output), Some(11), "{}", stderr(&output));
+    let text = lab.read("run.report");
+    let traces = Trace::read_all(text.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let tids = tids(&output);
+    let trace = &traces[0];
+    assert_eq!(trace.threads[0].thread, tids[&("main".to_owned(), 0)]);
+    assert_eq!(trace.threads[0].state, ThreadState::Crashing);
+    assert!(trace.threads[0].records.is_empty());
+    // 40 threads ran one after the other; the pool keeps the last 16 (a
+    // new thread takes the oldest ring over once 16 wait), each holding
+    // its own two records only.
+    let mut exited: Vec<(u64, Vec<(u32, u16)>)> = trace.threads[1..]
+        .iter()
+        .map(|thread| {
+            assert_eq!(thread.state, ThreadState::Exited, "{text}");
+            let records = thread.records.iter().map(|r| (r.site, r.slot)).collect();
+            (thread.thread, records)
+        })
+        .collect();
+    exited.sort();
+    let mut wanted: Vec<(u64, Vec<(u32, u16)>)> = (24..40u32)
+        .map(|t| {
+            (
+                tids[&("short".to_owned(), u64::from(t))],
+                vec![(t, 0), (t, 0)],
+            )
+        })
+        .collect();
+    wanted.sort();
+    assert_eq!(exited, wanted, "{text}");
+}
