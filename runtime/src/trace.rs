@@ -22,7 +22,7 @@
 //!   reads the same expected stamp before and after the fields, so a torn
 //!   entry (a writer interrupted by the crash, or still running on
 //!   another thread) is skipped, never written half.
-//! - **Writing the trace** ([`write`]) copies one thread's valid records
+//! - **Writing the trace** ([`write()`]) copies one thread's valid records
 //!   into a snapshot buffer allocated when tracing is enabled (the writer
 //!   holds the report's `WriterGuard`, so one buffer serves), then writes
 //!   the block with the allocation-free `FdWriter`: the count of a block
@@ -50,7 +50,7 @@ static CAPACITY: AtomicU32 = AtomicU32::new(0);
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 /// The most recently created ring; the rest follow `Ring::next_ring`.
 static RINGS: AtomicPtr<Ring> = AtomicPtr::new(ptr::null_mut());
-/// Where [`write`] copies one thread's records; `CAPACITY` entries.
+/// Where [`write()`] copies one thread's records; `CAPACITY` entries.
 static SNAPSHOT: OnceLock<Box<[Snapshot]>> = OnceLock::new();
 
 const LIVE: u8 = 0;
