@@ -250,6 +250,7 @@ mod tests {
                 "cbi_nextTimestamp",
                 "cbi_gObjectUnrefClassify",
                 "cbi_atomsObserve",
+                "cbi_traceObserve",
             ]
         );
     }
