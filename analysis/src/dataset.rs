@@ -185,17 +185,7 @@ impl Dataset {
     /// it may be filled on another thread, then given to
     /// [`add_batch`](Self::add_batch).
     pub fn batch(&self) -> Batch {
-        Batch {
-            tables: Arc::clone(&self.tables),
-            runs: Vec::new(),
-            entries: Vec::new(),
-            unresolved_sections: 0,
-            run: 0,
-            table: None,
-            grouped: Vec::new(),
-            groups: Vec::new(),
-            span: None,
-        }
+        Batch::new(Arc::clone(&self.tables))
     }
 
     /// Adds the runs of `batch` (their numbers above those of earlier
@@ -546,10 +536,9 @@ impl Batch {
         }
     }
 
-    /// An empty batch for the same site tables.
-    pub fn empty(&self) -> Batch {
+    fn new(tables: Arc<Tables>) -> Self {
         Batch {
-            tables: Arc::clone(&self.tables),
+            tables,
             runs: Vec::new(),
             entries: Vec::new(),
             unresolved_sections: 0,
@@ -559,6 +548,11 @@ impl Batch {
             groups: Vec::new(),
             span: None,
         }
+    }
+
+    /// An empty batch for the same site tables.
+    pub fn empty(&self) -> Batch {
+        Batch::new(Arc::clone(&self.tables))
     }
 
     /// Changes whether the current run failed; `None` leaves it out,

@@ -113,6 +113,20 @@ pub struct Predictor {
     pub eliminated: Eliminated,
 }
 
+impl Predictor {
+    /// The score `ranking` orders by, as [`crate::scores::Scores::score`]
+    /// gives it.
+    pub fn score(&self, ranking: Ranking) -> f64 {
+        match ranking {
+            Ranking::HarmonicLowerBound => self.harmonic,
+            Ranking::Importance => self.importance,
+            Ranking::Ochiai => self.ochiai,
+            Ranking::Tarantula => self.tarantula,
+            Ranking::DStar => self.dstar,
+        }
+    }
+}
+
 /// A ranked predicate's place in the elimination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
@@ -324,6 +338,10 @@ mod tests {
             failing_left: None,
             eliminated: Eliminated::Place(None),
         };
+        assert_eq!(
+            Ranking::NAMES.map(|(_, ranking)| predictor.score(ranking)),
+            [0.3, 0.4, 0.2, 0.6, 4.0]
+        );
         let value = serde_json::to_value(&predictor).unwrap();
         assert_eq!(value["eliminated"], serde_json::Value::Null);
         assert!(value.get("explains").is_none());

@@ -276,13 +276,7 @@ fn predictor_rows<'a>(
                     })
                 })
                 .unwrap_or_default();
-            let score = match rank_by {
-                sampler_analysis::scores::Ranking::HarmonicLowerBound => predictor.harmonic,
-                sampler_analysis::scores::Ranking::Importance => predictor.importance,
-                sampler_analysis::scores::Ranking::Ochiai => predictor.ochiai,
-                sampler_analysis::scores::Ranking::Tarantula => predictor.tarantula,
-                sampler_analysis::scores::Ranking::DStar => predictor.dstar,
-            };
+            let score = predictor.score(rank_by);
             PredictorRow {
                 predicate: predictor.predicate.clone(),
                 location: format!("{}:{}", predictor.file, predictor.line),
