@@ -19,6 +19,7 @@ use crate::server::AppState;
 use crate::store::{Store, opt_text};
 use crate::tokens::{Grant, Scope};
 use crate::upload::{Refusal, authorize};
+use sampler_analysis::collector_db::Selection;
 
 /// A read request's failure.
 fn not_found(what: impl Into<String>) -> Refusal {
@@ -592,7 +593,13 @@ pub async fn crash_group(
     Path(id): Path<i64>,
 ) -> Result<Json<Value>, Refusal> {
     let grant = reader(&state, &headers, None).await?;
-    let row = sqlx::query("SELECT * FROM crash_groups WHERE id = $1 AND application_id = $2")
+    let row = crash_group_row(&state, &grant, id).await?;
+    Ok(Json(group_json(&state, &row).await.map_err(database)?))
+}
+
+/// Crash group `id`, which must be the grant's application's (404).
+async fn crash_group_row(state: &AppState, grant: &Grant, id: i64) -> Result<AnyRow, Refusal> {
+    sqlx::query("SELECT * FROM crash_groups WHERE id = $1 AND application_id = $2")
         .bind(id)
         .bind(grant.application_id)
         .fetch_optional(&state.store.pool)
@@ -603,8 +610,7 @@ pub async fn crash_group(
                 "no crash group {id} in application `{}`",
                 grant.application
             ))
-        })?;
-    Ok(Json(group_json(&state, &row).await.map_err(database)?))
+        })
 }
 
 /// `GET /api/v1/ranking?app=&version=&release=&crash_group=&fail_on_exit=&fail_on_status=&rank_by=&confidence=&fdr=`:
@@ -646,38 +652,36 @@ pub async fn ranking_view(
     spec: &RankingSpec,
 ) -> Result<std::sync::Arc<RankingView>, Refusal> {
     if let Some(group) = spec.rule.crash_group {
-        sqlx::query("SELECT id FROM crash_groups WHERE id = $1 AND application_id = $2")
-            .bind(group)
-            .bind(grant.application_id)
-            .fetch_optional(&state.store.pool)
+        crash_group_row(state, grant, group).await?;
+    }
+    let mut selection = Selection::default();
+    if let Some((version, release)) = &spec.build {
+        selection.build = Some(
+            sampler_analysis::collector_db::build_id(
+                &state.store,
+                &grant.application,
+                version,
+                release,
+            )
             .await
             .map_err(database)?
             .ok_or_else(|| {
                 not_found(format!(
-                    "no crash group {group} in application `{}`",
+                    "no build version `{version}` release `{release}` in application `{}`",
                     grant.application
                 ))
-            })?;
-    }
-    if let Some((version, release)) = &spec.build {
-        sampler_analysis::collector_db::build_id(
-            &state.store,
-            &grant.application,
-            version,
-            release,
-        )
-        .await
-        .map_err(|error| Refusal::unavailable(format!("the database failed: {error}")))?
-        .ok_or_else(|| {
-            not_found(format!(
-                "no build version `{version}` release `{release}` in application `{}`",
-                grant.application
-            ))
-        })?;
+            })?,
+        );
     }
     state
         .rankings
-        .get(&state.store, grant.application_id, &grant.application, spec)
+        .get(
+            &state.store,
+            grant.application_id,
+            &grant.application,
+            spec,
+            &selection,
+        )
         .await
         .map_err(|error| Refusal::unavailable(format!("the analysis failed: {error:#}")))
 }

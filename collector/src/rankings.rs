@@ -261,13 +261,15 @@ impl Rankings {
     }
 
     /// The ranking of `application`'s runs under `spec`, computed now or
-    /// earlier on the same data.
+    /// earlier on the same data; `selection` is `spec`'s build, resolved
+    /// by the caller (which answers an unknown one).
     pub async fn get(
         &self,
         store: &Store,
         application_id: i64,
         application: &str,
         spec: &RankingSpec,
+        selection: &Selection,
     ) -> anyhow::Result<Arc<RankingView>> {
         let key = Key {
             application_id,
@@ -283,16 +285,7 @@ impl Rankings {
             return Ok(view);
         }
         let started = Instant::now();
-        let selection = Selection {
-            build: match &spec.build {
-                Some((version, release)) => Some(
-                    collector_db::build_id(store, application, version, release)
-                        .await?
-                        .ok_or_else(|| anyhow::anyhow!("no build {version} {release}"))?,
-                ),
-                None => None,
-            },
-        };
+        let selection = selection.clone();
         let (reader, application, rule) =
             (store.clone(), application.to_owned(), spec.rule.clone());
         let (ranking, z, fdr) = (spec.ranking, z_of_confidence(spec.confidence)?, spec.fdr);

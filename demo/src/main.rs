@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::Context as _;
 use clap::Parser;
 use rand::SeedableRng;
+use sampler_analysis::collector_db::Selection;
 use sampler_analysis::output::{TableStyle, print_table};
 use sampler_collector::builds::{BuildUpload, upload_build};
 use sampler_collector::crashes::Frame;
@@ -264,7 +265,9 @@ async fn print_crash_groups(
         }
         .spec()
         .map_err(|refusal| anyhow::anyhow!(refusal.message))?;
-        let own = rankings.get(store, application_id, APP, &spec).await?;
+        let own = rankings
+            .get(store, application_id, APP, &spec, &Selection::default())
+            .await?;
         match own.report.elimination.first() {
             Some(first) => println!(
                 "    its first predictor: {}:{} {}   {}",
@@ -450,7 +453,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     .spec()
     .map_err(|refusal| anyhow::anyhow!(refusal.message))?;
-    let view = rankings.get(&store, application_id, APP, &spec).await?;
+    let view = rankings
+        .get(&store, application_id, APP, &spec, &Selection::default())
+        .await?;
     println!(
         "\n{}",
         bold.apply_to(
