@@ -420,10 +420,13 @@ impl Context<'_> {
                     _ => (BOUNDS_UNSIGNED, "unsigned", "(unsigned long long)"),
                 };
                 site.bounds_kind = kind;
-                let update = format!(
+                let mut update = format!(
                     "{}_bound_{helper}({}_bounds[{next}], {cast}{value})",
                     self.prefix, self.prefix
                 );
+                if self.options.sample {
+                    update = format!("({update}, {})", self.trace(Scheme::Bounds, *next, "0"));
+                }
                 code.push_str(&self.observe(Scheme::Bounds, *next, &update));
                 code.push_str("; ");
                 found.sites.push((Scheme::Bounds, site));

@@ -135,6 +135,8 @@ struct Context<'a> {
     /// user-written (not from system headers, not reserved names), read by
     /// the user, not `volatile`.
     candidate_globals: Vec<&'a Variable>,
+    /// The active schemes, in the order of the unit's tables.
+    schemes: Vec<Scheme>,
 }
 
 /// Instruments `text`. Runs on a thread with a deep stack: the data-flow
@@ -184,8 +186,9 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
         user_reads,
         globals: unit.globals.iter().map(|v| (v.key, v)).collect(),
         candidate_globals,
+        schemes: options.active_schemes(),
     };
-    let schemes = options.active_schemes();
+    let schemes = context.schemes.clone();
     let mut tables: Vec<(Scheme, Vec<Site>)> = schemes.iter().map(|&s| (s, Vec::new())).collect();
     let mut insertions = Vec::new();
     let mut functions_with_errors = Vec::new();
@@ -416,13 +419,46 @@ impl Context<'_> {
 
     /// Adds one to counter `selector` of site `id`: atomically where the
     /// counter may be shared (sampled, or `-fthreads`).
+    /// Sampled, the increment is the prelude's `count` helper, which also
+    /// hands the observation to the flight recorder (`SAMPLER_TRACE`): it
+    /// runs only for sampled events, so the call costs nothing on the
+    /// fast path, and `-fno-sample` builds, which count every event, never
+    /// trace.
     fn increment(&self, scheme: Scheme, id: usize, selector: &str) -> String {
-        let counter = format!("{}_{}[{id}][{selector}]", self.prefix, symbol(scheme));
-        if self.options.sample || self.options.threads {
+        let table = format!("{}_{}", self.prefix, symbol(scheme));
+        if self.options.sample {
+            return format!(
+                "{}_count({table}[{id}], {}, {id}, (unsigned int)({selector}))",
+                self.prefix,
+                self.table_index(scheme)
+            );
+        }
+        let counter = format!("{table}[{id}][{selector}]");
+        if self.options.threads {
             format!("(void)__atomic_fetch_add(&{counter}, 1ULL, 0)")
         } else {
             format!("(void){counter}++")
         }
+    }
+
+    /// A `void` expression handing a sampled observation of slot `slot`
+    /// of site `id` to the flight recorder, for schemes that do not count
+    /// through the `count` helper (bounds).
+    fn trace(&self, scheme: Scheme, id: usize, slot: &str) -> String {
+        format!(
+            "__cbi_trace_observe(&{}_schemes[{}], {id}, {slot})",
+            self.prefix,
+            self.table_index(scheme)
+        )
+    }
+
+    /// Index of `scheme`'s table in the unit's `schemes` array: the
+    /// prelude declares a table for every active scheme, in their order.
+    fn table_index(&self, scheme: Scheme) -> usize {
+        self.schemes
+            .iter()
+            .position(|&s| s == scheme)
+            .expect("sites are only found for active schemes")
     }
 
     /// Code counting one event of site `id` of `scheme` in counter
@@ -559,7 +595,9 @@ impl Context<'_> {
             "extern unsigned long long __cbi_next_timestamp(void) __asm__(\"cbi_nextTimestamp\");\n\
              extern int __cbi_atoms_observe(const volatile void *) __asm__(\"cbi_atomsObserve\");\n\
              extern int __cbi_g_object_classify(const void *) \
-             __asm__(\"cbi_gObjectUnrefClassify\");\n",
+             __asm__(\"cbi_gObjectUnrefClassify\");\n\
+             extern void __cbi_trace_observe(const void *, unsigned int, unsigned int) \
+             __asm__(\"cbi_traceObserve\");\n",
         );
         let hidden = "__attribute__((__visibility__(\"hidden\"), __weak__))";
         // Not `static`: C99 inline functions may not use static objects,
@@ -672,6 +710,17 @@ impl Context<'_> {
             );
         }
         out.push_str("};\n");
+        if self.options.sample {
+            // Counts one sampled observation and hands it to the flight
+            // recorder, which returns at once when SAMPLER_TRACE is off.
+            let _ = writeln!(
+                out,
+                "{helper} {prefix}_count(unsigned long long *row, unsigned int scheme, \
+                 unsigned int site, unsigned int slot) \
+                 {{ __atomic_fetch_add(&row[slot], 1ULL, 0); \
+                 __cbi_trace_observe(&{prefix}_schemes[scheme], site, slot); }}"
+            );
+        }
         let _ = writeln!(
             out,
             "{hidden} struct {{ unsigned int abi_version, n_schemes; const unsigned char *signature; \

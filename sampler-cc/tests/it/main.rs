@@ -11,6 +11,7 @@ mod install;
 mod project;
 mod sampling;
 mod schemes;
+mod trace;
 mod values;
 
 /// Every scheme sampler-cc implements, strict as every test is.

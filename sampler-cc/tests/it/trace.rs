@@ -1,0 +1,169 @@
+//! The flight recorder through sampler-cc: a sampled build hands every
+//! observation to `cbi_traceObserve`, so a crash's `trace` subreport holds
+//! each thread's last `SAMPLER_TRACE` observations of the user's own sites.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+
+use super::*;
+
+/// A worker observes a known sequence of branches and stays alive; the
+/// main thread observes one branch before it and four after, then crashes.
+const PROGRAM: &str = r#"#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static sem_t ready;
+
+static int odd(int i) { return i & 1; }
+
+static void *worker(void *argument)
+{
+    int n = *(int *)argument, odds = 0;
+    printf("worker %ld\n", (long)syscall(SYS_gettid));
+    fflush(stdout);
+    for (int i = 0; i < n; i++)
+        if (odd(i))
+            odds++;
+    sem_post(&ready);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    pthread_t thread;
+    int n = 3;
+    (void)argv;
+    printf("main %ld\n", (long)syscall(SYS_gettid));
+    fflush(stdout);
+    if (argc > 1)
+        n = 4;
+    sem_init(&ready, 0, 0);
+    pthread_create(&thread, NULL, worker, &n);
+    sem_wait(&ready);
+    for (int j = 0; j < 2; j++)
+        n += j;
+    if (argc < 2)
+        raise(SIGSEGV);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_sampled_build_traces_the_last_observations_of_every_thread() {
+    let lab = Lab::new();
+    lab.write("threads.c", PROGRAM);
+    for (form, flags) in [("regions", &[][..]), ("sites", &["-fsample-sites"][..])] {
+        let program = format!("threads-{form}");
+        let mut args = vec![
+            "-fsampler-strict",
+            "-fsampler-scheme=branches",
+            "-O2",
+            "-pthread",
+            "threads.c",
+            "-o",
+            &program,
+        ];
+        args.extend_from_slice(flags);
+        lab.cc(&args);
+        let report = format!("{program}.report");
+        let output = lab
+            .command(lab.path(&program))
+            .env("SAMPLER_FILE", lab.path(&report))
+            .env("SAMPLER_SPARSITY", "1")
+            .env("SAMPLER_TRACE", "5")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.signal(), Some(11), "{program}: {output:?}");
+        let tids: BTreeMap<String, String> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let (who, tid) = line.split_once(' ').unwrap();
+                (tid.to_owned(), who.to_owned())
+            })
+            .collect();
+        let resolved = lab
+            .tool("resolve-trace")
+            .arg(&program)
+            .stdin(std::fs::File::open(lab.path(&report)).unwrap())
+            .output()
+            .unwrap();
+        assert!(resolved.status.success(), "resolve-trace: {resolved:?}");
+        // Threads by name, times left out: they differ from run to run.
+        let records: Vec<String> = String::from_utf8(resolved.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let fields: Vec<&str> = line.split('\t').collect();
+                let (tid, crashing) = match fields[0].strip_suffix('*') {
+                    Some(tid) => (tid, "*"),
+                    None => (fields[0], ""),
+                };
+                let who = tids.get(tid).map_or(tid, String::as_str);
+                let location = fields[3].replace(&lab.root(), "LAB");
+                format!(
+                    "{who}{crashing}\t{}\t{location}\t{}\t{}",
+                    fields[1], fields[4], fields[5]
+                )
+            })
+            .collect();
+        assert_eq!(
+            records,
+            [
+                "thread\tsequence\tlocation\tfunction\tpredicate",
+                "main*\t0\tLAB/threads.c:33\tmain\t!(argc > 1)",
+                "worker\t3\tLAB/threads.c:17\tworker\ti < n",
+                "worker\t4\tLAB/threads.c:18\tworker\todd(i)",
+                "worker\t5\tLAB/threads.c:17\tworker\ti < n",
+                "worker\t6\tLAB/threads.c:18\tworker\t!(odd(i))",
+                "worker\t7\tLAB/threads.c:17\tworker\t!(i < n)",
+                "main*\t8\tLAB/threads.c:38\tmain\tj < 2",
+                "main*\t9\tLAB/threads.c:38\tmain\tj < 2",
+                "main*\t10\tLAB/threads.c:38\tmain\t!(j < 2)",
+                "main*\t11\tLAB/threads.c:40\tmain\targc < 2",
+            ],
+            "{program}"
+        );
+    }
+}
+
+#[test]
+fn without_sampling_nothing_is_traced() {
+    // -fno-sample counts every event and never calls the recorder: asked
+    // for, the crash report's trace has the crashing thread and no record.
+    let lab = Lab::new();
+    lab.write("threads.c", PROGRAM);
+    lab.cc(&[
+        "-fsampler-strict",
+        "-fsampler-scheme=branches",
+        "-fno-sample",
+        "-pthread",
+        "threads.c",
+        "-o",
+        "threads",
+    ]);
+    let output = lab
+        .command(lab.path("threads"))
+        .env("SAMPLER_FILE", lab.path("threads.report"))
+        .env("SAMPLER_TRACE", "5")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.signal(), Some(11));
+    let report = std::fs::read_to_string(lab.path("threads.report")).unwrap();
+    let trace = report.split_once("<report id=\"trace\">\n").unwrap().1;
+    let tid = String::from_utf8(output.stdout).unwrap();
+    let tid = tid.lines().find_map(|l| l.strip_prefix("main ")).unwrap();
+    assert_eq!(
+        lab.stable(trace),
+        format!(
+            "version\t1\nclock\tCLOCK_MONOTONIC\t1000000000\ntable\t0\tUNIT\tbranches\n\
+             thread\t{tid}\tcrashing\t0\t0\t0\n</report>\n"
+        )
+    );
+}
