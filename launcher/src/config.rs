@@ -10,6 +10,14 @@ use serde::Deserialize;
 /// The default sparsity, as the original's.
 pub const DEFAULT_SPARSITY: u32 = 100;
 
+/// The flight recorder's default: each thread's last 64 sampled
+/// observations go with a crash report (about 1.5 KiB of memory per thread,
+/// a few hundred bytes of report per thread once compressed).
+pub const DEFAULT_TRACE: u32 = 64;
+
+/// The runtime's largest ring (`SAMPLER_TRACE`), in records per thread.
+pub const MAX_TRACE: u32 = 65536;
+
 /// Settings given on the command line (each wins over every other source).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Overrides {
@@ -31,6 +39,10 @@ pub struct Overrides {
     /// Sample one event in N on average.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub sparsity: Option<u32>,
+    /// Keep each thread's last N sampled observations for the crash report
+    /// (the flight recorder; 0 turns it off; default 64).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=MAX_TRACE as i64))]
+    pub trace: Option<u32>,
     /// The longest `sampler-run` waits for the upload after the program
     /// exits, in seconds (default 1); a background process finishes it.
     #[arg(long, value_name = "SECONDS")]
@@ -61,6 +73,8 @@ pub struct FileConfig {
     pub token: Option<String>,
     /// `sparsity`.
     pub sparsity: Option<u32>,
+    /// `trace`: records per thread in the flight recorder, 0 for none.
+    pub trace: Option<u32>,
     /// `exit_bound`, seconds.
     pub exit_bound: Option<f64>,
     /// `instrumentor_version`.
@@ -91,6 +105,7 @@ impl FileConfig {
             server,
             token,
             sparsity,
+            trace,
             exit_bound,
             instrumentor_version,
             build_distribution,
@@ -161,6 +176,8 @@ pub struct AppConfig {
     pub sparsity_explicit: Option<u32>,
     /// The sparsity from the configuration files.
     pub sparsity_file: Option<u32>,
+    /// `SAMPLER_TRACE` for the program: records per thread, 0 for none.
+    pub trace: u32,
     /// How long the exit waits for the upload.
     pub exit_bound: Duration,
     /// Headers that are sent when known.
@@ -244,6 +261,24 @@ impl AppConfig {
                 }
             }
         });
+        let env_trace = env_text("SAMPLER_TRACE").and_then(|text| match text.parse::<u32>() {
+            Ok(value) if value <= MAX_TRACE => Some(value),
+            _ => {
+                warnings.push(format!(
+                    "SAMPLER_TRACE=`{text}` is not a whole number from 0 to {MAX_TRACE}; ignored"
+                ));
+                None
+            }
+        });
+        let file_trace = match file.trace {
+            Some(value) if value > MAX_TRACE => {
+                warnings.push(format!(
+                    "{app}.toml: trace {value}: expected 0 to {MAX_TRACE}; ignored"
+                ));
+                None
+            }
+            other => other,
+        };
         let env_bound = env_text("SAMPLER_EXIT_BOUND").and_then(|text| match text.parse::<f64>() {
             Ok(value) => Some(value),
             Err(_) => {
@@ -304,6 +339,11 @@ impl AppConfig {
             token: pick(&overrides.token, "SAMPLER_TOKEN", &file.token),
             sparsity_explicit: overrides.sparsity.or(env_sparsity),
             sparsity_file: file_sparsity,
+            trace: overrides
+                .trace
+                .or(env_trace)
+                .or(file_trace)
+                .unwrap_or(DEFAULT_TRACE),
             exit_bound,
             instrumentor_version: pick(
                 &overrides.instrumentor_version,
@@ -455,6 +495,32 @@ mod tests {
         assert_eq!(config.sparsity_file, Some(7));
         assert!(config.warnings.is_empty(), "{:?}", config.warnings);
         assert_eq!(config.upload_url().as_deref(), Some("http://system/upload"));
+    }
+
+    #[test]
+    fn the_trace_is_on_by_default_and_set_by_file_or_option() {
+        let root = tempfile::tempdir().unwrap();
+        let dirs = dirs(root.path());
+        std::fs::create_dir_all(&dirs.system).unwrap();
+        let resolve = |file: &str, option: Option<u32>| {
+            std::fs::write(dirs.system.join("demo.toml"), file).unwrap();
+            let overrides = Overrides {
+                trace: option,
+                ..Overrides::default()
+            };
+            let config = AppConfig::resolve("demo", &overrides, &dirs);
+            (config.trace, config.warnings)
+        };
+        assert_eq!(resolve("", None), (DEFAULT_TRACE, vec![]));
+        assert_eq!(resolve("trace = 8\n", None), (8, vec![]));
+        assert_eq!(resolve("trace = 8\n", Some(0)), (0, vec![]));
+        assert_eq!(
+            resolve("trace = 70000\n", None),
+            (
+                DEFAULT_TRACE,
+                vec!["demo.toml: trace 70000: expected 0 to 65536; ignored".to_owned()]
+            )
+        );
     }
 
     #[test]

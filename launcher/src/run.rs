@@ -370,6 +370,7 @@ fn launch(args: &RunArgs, sparsity: u32, config: &AppConfig) -> Result<Launched,
     let mut command = command(args);
     command
         .env("SAMPLER_SPARSITY", sparsity.to_string())
+        .env("SAMPLER_TRACE", config.trace.to_string())
         .env("SAMPLER_REPORT_FD", writer.as_raw_fd().to_string());
     sys::child_signal_mask(&mut command, inherited);
     let spawned = command.spawn();

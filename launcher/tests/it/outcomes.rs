@@ -125,6 +125,71 @@ fn a_segfault_is_uploaded_with_its_backtrace_and_symbolized_once_the_build_is_ad
             ("main".to_owned(), "demo.c".to_owned(), 27)
         ]
     );
+    // The flight recorder is on by default: the crashing thread's last
+    // sampled observations (at most 64) go with the report.
+    let threads = run["trace"]["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1, "{run}");
+    assert_eq!(threads[0]["state"], json!("crashing"));
+    assert!(
+        threads[0]["events"].as_array().unwrap().len() <= 64,
+        "{run}"
+    );
+}
+
+#[test]
+fn a_crash_carries_the_last_observations_the_trace_option_asks_for() {
+    let collector = Collector::start();
+    let user = User::consenting();
+    user.configure(&collector.config());
+    let output = user
+        .command()
+        .args([
+            "--app",
+            "demo",
+            "--version",
+            "2.0",
+            "--sparsity",
+            "1",
+            "--trace",
+            "3",
+            "--",
+        ])
+        .arg(&tools().program)
+        .arg("segv")
+        .output()
+        .unwrap();
+    same(output.status, alone("segv"));
+    assert!(
+        eventually(Duration::from_secs(10), || collector.runs().len() == 1),
+        "no run stored; status:\n{}",
+        user.status()
+    );
+    collector.add_build(&[tools().program.clone()]);
+    let id = collector.runs()[0]["id"].as_str().unwrap().to_owned();
+    let run = collector.get(&format!("/api/v1/runs/{id}"));
+    let threads = run["trace"]["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1, "{run}");
+    assert_eq!(threads[0]["state"], json!("crashing"));
+    let events: Vec<(u64, &str)> = threads[0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|event| {
+            (
+                event["line"].as_u64().unwrap(),
+                event["predicate"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            (24, "!(strcmp(mode, \"exit\") == 0)"),
+            (26, "strcmp() == 0"),
+            (26, "strcmp(mode, \"segv\") == 0"),
+        ],
+        "{run}"
+    );
 }
 
 /// Starts `demo MODE` (through sampler-run when `user` is given), waits
