@@ -186,7 +186,9 @@ int cbi_atomsObserve(const void *address);
  *
  * With SAMPLER_TRACE=N (1 to 65536) each thread keeps its last N
  * observations in a ring, written on a fatal signal and in interim
- * reports; unset or 0, the call returns at once. `scheme` is only
+ * reports; unset or 0, the call returns at once. The observations made
+ * after one cbi_sample() that returned 1 (the sites of one sampled region
+ * execution) are one event: they share a sequence number and a time. `scheme` is only
  * compared with the registered units' tables, never read: an observation
  * of a unit unloaded since is left out of the trace. A thread's ring is
  * made at its first cbi_sample() call; what it observes before is left

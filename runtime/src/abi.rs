@@ -157,14 +157,28 @@ pub extern "C" fn cbi_atomsObserve(address: *const c_void) -> c_int {
     guarded(0, || c_int::from(atoms::observe(address as usize)))
 }
 
-/// `cbi_traceObserve`. The scheme pointer is only a number here: compared
-/// with the registered units' tables when the trace is written, never
-/// read. Async-signal-safe; one relaxed load when tracing is off.
+/// The Rust side of `cbi_traceObserve` (`tls.c`), which calls it only
+/// with the calling thread's ring set (tracing on); `event` counts the
+/// events the thread has sampled. The scheme pointer is only a number
+/// here: compared with the registered units' tables when the trace is
+/// written, never read. Async-signal-safe.
+///
+/// # Safety
+/// `ring` is the pointer `trace::prepare_thread` gave the calling thread
+/// through `cbi__trace_set_ring`.
 #[unsafe(no_mangle)]
-pub extern "C" fn cbi_traceObserve(scheme: *const CbiSchemeSites, site: u32, slot: u32) {
-    if trace::enabled() {
-        guarded((), || trace::observe(scheme as usize, site, slot));
-    }
+pub unsafe extern "C" fn cbi__trace_record(
+    ring: *const c_void,
+    event: u64,
+    scheme: *const CbiSchemeSites,
+    site: u32,
+    slot: u32,
+) {
+    // SAFETY: the caller's contract; rings are never freed.
+    let ring = unsafe { trace::ring_from_tls(ring) };
+    guarded((), || {
+        trace::observe(ring, event, scheme as usize, site, slot)
+    });
 }
 
 /// Runs at `exit`.

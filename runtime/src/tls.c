@@ -60,6 +60,36 @@ struct cbi__batch {
 };
 CBI__TLS static __thread struct cbi__batch cbi__batch;
 
+/* The flight recorder's per-thread state (trace.rs). `cbi__trace_ring` is
+ * the thread's ring, null while tracing is off and before the thread's
+ * first event; `cbi__sampled_events` counts the events cbi_sample said
+ * were sampled, so that the observations of one sampled event (every site
+ * of one region execution) share one sequence number and one clock
+ * reading, taken at the first of them. Both initial-exec, as above: the
+ * recorder's fast path reads them without a call. */
+CBI__TLS static __thread void *cbi__trace_ring;
+CBI__TLS static __thread unsigned long long cbi__sampled_events;
+
+/* The Rust side of cbi_traceObserve (abi.rs). */
+void cbi__trace_record(void *ring, unsigned long long event, const struct cbi_scheme_sites *scheme,
+                       uint32_t site, uint32_t slot) __attribute__((visibility("hidden")));
+
+void cbi_traceObserve(const struct cbi_scheme_sites *scheme, uint32_t site, uint32_t slot)
+{
+    void *ring = cbi__trace_ring;
+    if (ring)
+        cbi__trace_record(ring, cbi__sampled_events, scheme, site, slot);
+}
+
+/* Sets the calling thread's ring (trace.rs: at its first event, and null
+ * at its exit). */
+void cbi__trace_set_ring(void *ring) __attribute__((visibility("hidden")));
+
+void cbi__trace_set_ring(void *ring)
+{
+    cbi__trace_ring = ring;
+}
+
 /* The Rust side (abi.rs): starts the thread's stream at its first event,
  * reseeds it after a fork, decides whether the current event is sampled
  * and stores the countdown that follows, and fills gaps[0..*left) with
@@ -74,6 +104,7 @@ int cbi__sample_slow(int *countdown, int *gaps, unsigned capacity, unsigned *lef
 __attribute__((noinline, cold)) static int cbi__refill(struct cbi__batch *batch)
 {
     int sampled = cbi__sample_slow(&cbi_countdown, batch->gaps, CBI__BATCH, &batch->left);
+    cbi__sampled_events += (unsigned)sampled;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     batch->busy = 0;
     return sampled;
@@ -94,6 +125,7 @@ int cbi_sample(void)
         return cbi__refill(batch);
     batch->left = left - 1;
     cbi_countdown = batch->gaps[left - 1];
+    cbi__sampled_events++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     batch->busy = 0;
     return 1;

@@ -15,13 +15,19 @@
 //!   oldest exited ring once [`EXITED_POOL`] of them wait, so memory is
 //!   bounded by the live threads plus that pool.
 //! - **Writing a record** ([`observe`]) takes no lock and allocates
-//!   nothing: it reserves an index with `fetch_add` on the ring (so a
-//!   signal handler recording on the same thread gets its own), clears the
-//!   entry's stamp, stores the fields, then stores the stamp `index + 1`
-//!   with release order, a seqlock: a reader keeps an entry only if it
-//!   reads the same expected stamp before and after the fields, so a torn
-//!   entry (a writer interrupted by the crash, or still running on
-//!   another thread) is skipped, never written half.
+//!   nothing, and is a few stores: `cbi_traceObserve` (`tls.c`) finds the
+//!   thread's ring in an initial-exec thread-local, with the number of
+//!   events the thread sampled. The first observation of a sampled event
+//!   takes the event's process-wide sequence number (one `fetch_add`) and
+//!   clock reading; the event's other observations (the other sites of
+//!   the same region execution) reuse them, so the cost of both is paid
+//!   once per sampled event, not per site. Then the record reserves an
+//!   index with one instruction that a signal handler cannot split (see
+//!   [`reserve`]), clears the entry's stamp, stores the fields, and stores
+//!   the stamp `index + 1` with release order, a seqlock: a reader keeps
+//!   an entry only if it reads the same expected stamp before and after
+//!   the fields, so a torn entry (a writer interrupted by the crash, or
+//!   still running on another thread) is skipped, never written half.
 //! - **Writing the trace** ([`write()`]) copies one thread's valid records
 //!   into a snapshot buffer allocated when tracing is enabled (the writer
 //!   holds the report's `WriterGuard`, so one buffer serves), then writes
@@ -30,6 +36,11 @@
 //!   Records name their scheme table by its address; it is mapped to the
 //!   `table` line of the registered unit that holds it, and a record of a
 //!   unit since unloaded is left out.
+//! - **The clock** ([`clock`]) is the time-stamp counter on x86-64 when
+//!   the processor says it is invariant (one `rdtsc`, about a third of a
+//!   `clock_gettime` from the vDSO), its frequency measured against
+//!   `CLOCK_MONOTONIC` between the start of tracing and the writing of the
+//!   trace; elsewhere `CLOCK_MONOTONIC` in nanoseconds.
 
 use std::cell::Cell;
 use std::ptr;
@@ -46,7 +57,7 @@ pub(crate) const EXITED_POOL: usize = 16;
 /// Records per ring; 0 while tracing is off. The first thing [`observe`]
 /// reads.
 static CAPACITY: AtomicU32 = AtomicU32::new(0);
-/// The process-wide sequence number of the next record.
+/// The process-wide sequence number of the next sampled event that records.
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 /// The most recently created ring; the rest follow `Ring::next_ring`.
 static RINGS: AtomicPtr<Ring> = AtomicPtr::new(ptr::null_mut());
@@ -73,16 +84,24 @@ struct Entry {
 }
 
 #[derive(Debug)]
-struct Ring {
+pub(crate) struct Ring {
     tid: AtomicI32,
     state: AtomicU8,
     /// The sequence number when the thread exited, to find the oldest.
     exited_at: AtomicU64,
     /// Indices reserved so far (records written, or being written).
     reserved: AtomicU64,
+    /// 1 + the thread's sampled-event count when `event_sequence` and
+    /// `event_time` were taken; 0 before its first record.
+    stamped_event: AtomicU64,
+    /// The sequence number and the time of the current sampled event.
+    event_sequence: AtomicU64,
+    event_time: AtomicU64,
     /// The first index of the current owner: older entries belong to a
     /// thread that exited before this one took the ring over.
     base: AtomicU64,
+    /// A power of two of entries, at least `SAMPLER_TRACE`: an index is
+    /// masked, not divided. The trace keeps the last `SAMPLER_TRACE`.
     entries: Box<[Entry]>,
     next_ring: AtomicPtr<Ring>,
 }
@@ -107,9 +126,32 @@ thread_local! {
 
 struct ExitGuard;
 
+unsafe extern "C" {
+    /// `tls.c`: sets the calling thread's ring for `cbi_traceObserve`,
+    /// an opaque pointer there.
+    fn cbi__trace_set_ring(ring: *const std::ffi::c_void);
+}
+
+/// Sets the ring `cbi_traceObserve` records into on the calling thread.
+fn set_thread_ring(ring: Option<&'static Ring>) {
+    // SAFETY: stores one pointer into the calling thread's own
+    // thread-local; null turns its recording off.
+    unsafe { cbi__trace_set_ring(ring.map_or(ptr::null(), |ring| ptr::from_ref(ring).cast())) };
+}
+
+/// The ring behind the pointer `cbi_traceObserve` passes on.
+///
+/// # Safety
+/// `pointer` was set by [`set_thread_ring`]: null or a leaked ring.
+pub(crate) unsafe fn ring_from_tls(pointer: *const std::ffi::c_void) -> Option<&'static Ring> {
+    // SAFETY: the caller's contract; rings are never freed.
+    unsafe { pointer.cast::<Ring>().as_ref() }
+}
+
 impl Drop for ExitGuard {
     fn drop(&mut self) {
         if let Ok(Some(ring)) = CURRENT.try_with(Cell::take) {
+            set_thread_ring(None);
             ring.exited_at
                 .store(SEQUENCE.load(Ordering::Relaxed), Ordering::Relaxed);
             ring.state.store(EXITED, Ordering::Release);
@@ -124,6 +166,7 @@ pub(crate) fn enable(records: u32) {
         return;
     }
     let snapshot = SNAPSHOT.get_or_init(|| (0..records).map(|_| Snapshot::default()).collect());
+    clock::start();
     CAPACITY.store(snapshot.len() as u32, Ordering::Release);
 }
 
@@ -149,6 +192,7 @@ pub(crate) fn prepare_thread() {
     }
     let ring = take_over_exited().unwrap_or_else(|| new_ring(capacity));
     let _ = CURRENT.try_with(|current| current.set(Some(ring)));
+    set_thread_ring(Some(ring));
 }
 
 /// The oldest exited ring, taken over, when more than the pool wait.
@@ -210,26 +254,121 @@ fn for_each_ring(visit: &mut dyn FnMut(&'static Ring)) {
     }
 }
 
-/// Records one sampled observation of the calling thread: the counter
-/// `slot` of `site` in the scheme table at address `scheme`. Lock-free,
-/// allocation-free, async-signal-safe; does nothing when tracing is off,
-/// the thread has no ring, or `slot` is not below 2^16.
-pub(crate) fn observe(scheme: usize, site: u32, slot: u32) {
-    if CAPACITY.load(Ordering::Relaxed) == 0 {
-        return;
+/// The records' clock: see the module's comment.
+mod clock {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    use crate::sys;
+
+    /// Whether [`now`] reads the time-stamp counter.
+    static TSC: AtomicBool = AtomicBool::new(false);
+    /// The counter and `CLOCK_MONOTONIC` when tracing started.
+    static START_TICKS: AtomicU64 = AtomicU64::new(0);
+    static START_NS: AtomicU64 = AtomicU64::new(0);
+
+    /// Chooses the clock, when tracing is turned on.
+    pub(super) fn start() {
+        if let Some(ticks) = invariant_tsc() {
+            START_NS.store(sys::monotonic_ns(), Ordering::Relaxed);
+            START_TICKS.store(ticks(), Ordering::Relaxed);
+            TSC.store(true, Ordering::Release);
+        }
     }
-    let Ok(slot) = u16::try_from(slot) else {
+
+    /// The time in the clock's ticks. Async-signal-safe.
+    pub(super) fn now() -> u64 {
+        match invariant_tsc().filter(|_| TSC.load(Ordering::Relaxed)) {
+            Some(ticks) => ticks(),
+            None => sys::monotonic_ns(),
+        }
+    }
+
+    /// The `clock` line's name and ticks per second: for the counter, its
+    /// ticks over the nanoseconds since [`start`] (at least 1).
+    /// Async-signal-safe.
+    pub(super) fn describe() -> (&'static [u8], u64) {
+        let Some(ticks) = invariant_tsc().filter(|_| TSC.load(Ordering::Acquire)) else {
+            return (b"CLOCK_MONOTONIC", 1_000_000_000);
+        };
+        let ns = sys::monotonic_ns().saturating_sub(START_NS.load(Ordering::Relaxed));
+        let elapsed = ticks().saturating_sub(START_TICKS.load(Ordering::Relaxed));
+        let frequency = (u128::from(elapsed) * 1_000_000_000)
+            .checked_div(u128::from(ns))
+            .unwrap_or(1);
+        (b"TSC", u64::try_from(frequency).unwrap_or(u64::MAX).max(1))
+    }
+
+    /// `rdtsc`, when the processor says its counter is invariant (CPUID
+    /// leaf 0x8000_0007, EDX bit 8: constant rate, running in every
+    /// power state), so that it measures time on every core alike.
+    #[cfg(target_arch = "x86_64")]
+    fn invariant_tsc() -> Option<fn() -> u64> {
+        use std::arch::x86_64::__cpuid;
+        static CHECKED: AtomicU64 = AtomicU64::new(0);
+        let known = match CHECKED.load(Ordering::Relaxed) {
+            0 => {
+                let highest = __cpuid(0x8000_0000).eax;
+                let invariant = highest >= 0x8000_0007 && __cpuid(0x8000_0007).edx & (1 << 8) != 0;
+                CHECKED.store(if invariant { 2 } else { 1 }, Ordering::Relaxed);
+                invariant
+            }
+            checked => checked == 2,
+        };
+        known.then_some(rdtsc)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn rdtsc() -> u64 {
+        // SAFETY: `rdtsc` only reads the time-stamp counter, which every
+        // x86-64 processor has; user mode may read it unless the kernel
+        // forbids it (PR_SET_TSC), which `invariant_tsc` callers accept as
+        // they would a signal from any instruction.
+        unsafe { std::arch::x86_64::_rdtsc() }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn invariant_tsc() -> Option<fn() -> u64> {
+        None
+    }
+}
+
+/// Records one sampled observation of the calling thread into its `ring`:
+/// the counter `slot` of `site` in the scheme table at address `scheme`,
+/// made during the thread's sampled event number `event`. Lock-free,
+/// allocation-free, async-signal-safe; does nothing without a ring or
+/// when `slot` is not below 2^16.
+pub(crate) fn observe(ring: Option<&Ring>, event: u64, scheme: usize, site: u32, slot: u32) {
+    let (Some(ring), Ok(slot)) = (ring, u16::try_from(slot)) else {
         return;
     };
-    let Ok(Some(ring)) = CURRENT.try_with(Cell::get) else {
-        return;
-    };
-    ring.record(
-        scheme as u64,
-        site,
-        slot,
-        SEQUENCE.fetch_add(1, Ordering::Relaxed),
-    );
+    ring.record(event, scheme as u64, site, slot);
+}
+
+/// `counter += 1`, returning the old value, as one instruction on
+/// x86-64: only the ring's own thread writes `counter`, and a signal
+/// handler interrupts it between instructions, so a handler that records
+/// gets an index of its own without the cost of a locked instruction.
+#[cfg(target_arch = "x86_64")]
+fn reserve(counter: &AtomicU64) -> u64 {
+    let mut old: u64 = 1;
+    // SAFETY: `xadd` reads and writes the 8 aligned bytes of `counter`,
+    // which we borrow; other threads only load it (x86-64's aligned
+    // 8-byte accesses are single-copy atomic), and no other thread writes
+    // it (see above).
+    unsafe {
+        std::arch::asm!(
+            "xadd qword ptr [{counter}], {old}",
+            counter = in(reg) counter.as_ptr(),
+            old = inout(reg) old,
+            options(nostack, preserves_flags),
+        );
+    }
+    old
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn reserve(counter: &AtomicU64) -> u64 {
+    counter.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Ring {
@@ -239,17 +378,47 @@ impl Ring {
             state: AtomicU8::new(LIVE),
             exited_at: AtomicU64::new(0),
             reserved: AtomicU64::new(0),
+            stamped_event: AtomicU64::new(0),
+            event_sequence: AtomicU64::new(0),
+            event_time: AtomicU64::new(0),
             base: AtomicU64::new(0),
-            entries: (0..capacity).map(|_| Entry::default()).collect(),
+            entries: (0..capacity.next_power_of_two())
+                .map(|_| Entry::default())
+                .collect(),
             next_ring: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
+    /// The entry of `index`.
+    fn entry(&self, index: u64) -> &Entry {
+        &self.entries[(index & (self.entries.len() as u64 - 1)) as usize]
+    }
+
     /// Writes one record at the next index (seqlock, see the module's
-    /// comment). Async-signal-safe.
-    fn record(&self, scheme: u64, site: u32, slot: u16, sequence: u64) {
-        let index = self.reserved.fetch_add(1, Ordering::Relaxed);
-        let entry = &self.entries[(index % self.entries.len() as u64) as usize];
+    /// comment). Async-signal-safe: a signal handler that records between
+    /// the event's stamp and its use can give this record its own
+    /// sequence number and time, never a torn one.
+    fn record(&self, event: u64, scheme: u64, site: u32, slot: u16) {
+        if self.stamped_event.load(Ordering::Relaxed) != event + 1 {
+            self.event_sequence
+                .store(SEQUENCE.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+            self.event_time.store(clock::now(), Ordering::Relaxed);
+            self.stamped_event.store(event + 1, Ordering::Relaxed);
+        }
+        self.push(
+            scheme,
+            site,
+            slot,
+            self.event_sequence.load(Ordering::Relaxed),
+            self.event_time.load(Ordering::Relaxed),
+        );
+    }
+
+    /// Stores one record with its sequence number and time at the next
+    /// index.
+    fn push(&self, scheme: u64, site: u32, slot: u16, sequence: u64, time: u64) {
+        let index = reserve(&self.reserved);
+        let entry = self.entry(index);
         entry.stamp.store(0, Ordering::Relaxed);
         // The cleared stamp is visible before any field changes (seqlock).
         fence(Ordering::Release);
@@ -258,7 +427,7 @@ impl Ring {
             .site_slot
             .store(u64::from(site) << 16 | u64::from(slot), Ordering::Relaxed);
         entry.sequence.store(sequence, Ordering::Relaxed);
-        entry.time.store(sys::monotonic_ns(), Ordering::Relaxed);
+        entry.time.store(time, Ordering::Relaxed);
         entry.stamp.store(index + 1, Ordering::Release);
     }
 }
@@ -275,7 +444,12 @@ pub(crate) fn write(out: &mut FdWriter<'_>, crashing: i32) {
     if !enabled() {
         return;
     }
-    out.bytes(b"<report id=\"trace\">\nversion\t1\nclock\tCLOCK_MONOTONIC\t1000000000\n");
+    let (clock_name, ticks_per_second) = clock::describe();
+    out.bytes(b"<report id=\"trace\">\nversion\t1\nclock\t");
+    out.bytes(clock_name);
+    out.bytes(b"\t");
+    out.decimal(ticks_per_second);
+    out.bytes(b"\n");
     let mut index = 0u32;
     registry::for_each(&mut |unit| {
         let signature = registry::signature(unit);
@@ -377,7 +551,7 @@ fn copy_records(
         .max(ring.base.load(Ordering::Acquire));
     let mut n = 0;
     for index in start..end {
-        let entry = &ring.entries[(index % ring.entries.len() as u64) as usize];
+        let entry = ring.entry(index);
         let stamp = entry.stamp.load(Ordering::Acquire);
         if stamp != index + 1 {
             continue;
@@ -410,9 +584,12 @@ mod tests {
     /// (table, site, slot, sequence) of what `copy_records` keeps, with
     /// scheme addresses 100 + table standing for registered tables.
     fn kept(ring: &Ring) -> Vec<(u32, u64, u64, u64)> {
-        let snapshot: Vec<Snapshot> = (0..ring.entries.len())
-            .map(|_| Snapshot::default())
-            .collect();
+        kept_last(ring, ring.entries.len())
+    }
+
+    /// [`kept`] with a snapshot of `records` (`SAMPLER_TRACE`).
+    fn kept_last(ring: &Ring, records: usize) -> Vec<(u32, u64, u64, u64)> {
+        let snapshot: Vec<Snapshot> = (0..records).map(|_| Snapshot::default()).collect();
         let n = copy_records(ring, &snapshot, &|scheme| {
             scheme.checked_sub(100).and_then(|t| u32::try_from(t).ok())
         });
@@ -435,7 +612,7 @@ mod tests {
         let ring = Ring::new(4);
         assert_eq!(kept(&ring), []);
         for sequence in 0..10u64 {
-            ring.record(100 + sequence % 3, sequence as u32, 65535, sequence);
+            ring.push(100 + sequence % 3, sequence as u32, 65535, sequence, 0);
         }
         assert_eq!(
             kept(&ring),
@@ -452,7 +629,7 @@ mod tests {
     fn torn_entries_and_unknown_tables_are_left_out() {
         let ring = Ring::new(4);
         for sequence in 0..4u64 {
-            ring.record(100, 0, 1, sequence);
+            ring.push(100, 0, 1, sequence, 0);
         }
         // A writer interrupted after clearing the stamp of index 2.
         ring.entries[2].stamp.store(0, Ordering::Relaxed);
@@ -460,7 +637,7 @@ mod tests {
         // which takes over slot 0): its slot's old stamp no longer fits.
         ring.reserved.fetch_add(1, Ordering::Relaxed);
         assert_eq!(kept(&ring), [(0, 0, 1, 1), (0, 0, 1, 3)]);
-        ring.record(7, 0, 0, 9); // a unit since unloaded
+        ring.push(7, 0, 0, 9, 0); // a unit since unloaded
         assert_eq!(kept(&ring), [(0, 0, 1, 3)]);
     }
 
@@ -468,12 +645,50 @@ mod tests {
     fn a_ring_taken_over_forgets_the_exited_threads_records() {
         let ring = Ring::new(4);
         for sequence in 0..3u64 {
-            ring.record(100, 0, 0, sequence);
+            ring.push(100, 0, 0, sequence, 0);
         }
         ring.base
             .store(ring.reserved.load(Ordering::Relaxed), Ordering::Relaxed);
         assert_eq!(kept(&ring), []);
-        ring.record(101, 5, 1, 40);
+        ring.push(101, 5, 1, 40, 0);
         assert_eq!(kept(&ring), [(1, 5, 1, 40)]);
+    }
+
+    #[test]
+    fn a_ring_holds_a_power_of_two_and_the_trace_the_last_asked_for() {
+        let ring = Ring::new(3);
+        assert_eq!(ring.entries.len(), 4);
+        for sequence in 0..6u64 {
+            ring.push(100, sequence as u32, 0, sequence, 0);
+        }
+        assert_eq!(
+            kept_last(&ring, 3),
+            [(0, 3, 0, 3), (0, 4, 0, 4), (0, 5, 0, 5)]
+        );
+    }
+
+    #[test]
+    fn the_observations_of_one_sampled_event_share_its_sequence_number_and_time() {
+        let ring = Ring::new(8);
+        ring.record(0, 100, 1, 0);
+        ring.record(0, 100, 2, 1);
+        ring.record(1, 101, 3, 1);
+        ring.record(5, 100, 4, 0);
+        ring.record(5, 100, 5, 0);
+        let records = kept(&ring);
+        let sites: Vec<u64> = records.iter().map(|r| r.1).collect();
+        assert_eq!(sites, [1, 2, 3, 4, 5]);
+        // Other tests take sequence numbers concurrently: only equality
+        // and order are known.
+        let sequences: Vec<u64> = records.iter().map(|r| r.3).collect();
+        assert_eq!(sequences[0], sequences[1]);
+        assert!(sequences[1] < sequences[2] && sequences[2] < sequences[3]);
+        assert_eq!(sequences[3], sequences[4]);
+        let times: Vec<u64> = (0..5)
+            .map(|i| ring.entries[i].time.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(times[0], times[1]);
+        assert_eq!(times[3], times[4]);
+        assert!(times[1] <= times[2] && times[2] <= times[3]);
     }
 }

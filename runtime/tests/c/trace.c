@@ -30,10 +30,13 @@ static const struct { int scheme; unsigned site, slot; } pattern[5] = {
     {0, 0, 0}, {0, 1, 1}, {1, 0, 2}, {2, 0, 0}, {0, 0, 1},
 };
 
+/* One sampled event with one observation, as instrumented code makes it
+ * (SAMPLER_SPARSITY=1: every event is sampled). */
 static void observe(int k)
 {
     const __typeof__(pattern[0]) *p = &pattern[k % 5];
-    cbi_traceObserve(&unit_schemes[p->scheme], p->site, p->slot);
+    if (cbi_sample())
+        cbi_traceObserve(&unit_schemes[p->scheme], p->site, p->slot);
 }
 
 static void say_tid(const char *who, int index)
@@ -78,8 +81,10 @@ static void *short_body(void *argument)
     unsigned t = (unsigned)(long)argument;
     cbi_sample();
     say_tid("short", (int)t);
-    cbi_traceObserve(&unit_schemes[1], t, 0);
-    cbi_traceObserve(&unit_schemes[1], t, 0);
+    if (cbi_sample())
+        cbi_traceObserve(&unit_schemes[1], t, 0);
+    if (cbi_sample())
+        cbi_traceObserve(&unit_schemes[1], t, 0);
     return NULL;
 }
 

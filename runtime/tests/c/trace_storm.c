@@ -4,9 +4,12 @@
  * the storm still going; after the loop the timer is stopped and the
  * program crashes.
  *
- * Main's observation k is (branches, site k, slot k & 1); the handler's
- * h-th (counted from 1) is (returns, site h, slot 2). Prints how many
- * handler observations were made. */
+ * Each observation is a sampled event of its own, as instrumented code
+ * makes it (SAMPLER_SPARSITY=1): main's observation k is (branches, site
+ * k, slot k & 1); the handler's h-th (counted from 1) is (returns, site
+ * h, slot 2), made when cbi_sample says so (not when the handler
+ * interrupted cbi_sample itself). Prints how many handler observations
+ * were made. */
 #define UNIT_BYTE 0x55
 #include "unit.h"
 
@@ -22,8 +25,10 @@ static volatile sig_atomic_t handled;
 static void on_timer(int signal)
 {
     (void)signal;
-    handled = handled + 1;
-    cbi_traceObserve(&unit_schemes[1], (uint32_t)handled, 2);
+    if (cbi_sample()) {
+        handled = handled + 1;
+        cbi_traceObserve(&unit_schemes[1], (uint32_t)handled, 2);
+    }
 }
 
 static void arm(timer_t timer, long nanoseconds)
@@ -54,7 +59,8 @@ int main(void)
     for (uint32_t k = 0; k < MAIN_RECORDS; k++) {
         if (k == MAIN_RECORDS / 2)
             cbi_reportNow();
-        cbi_traceObserve(&unit_schemes[0], k, k & 1);
+        if (cbi_sample())
+            cbi_traceObserve(&unit_schemes[0], k, k & 1);
     }
     arm(timer, 0);
     printf("handled %d\n", (int)handled);
