@@ -31,10 +31,12 @@
 #              GCOV_PREFIX, wiped before each run
 #   nosample   $cc -fno-sample -fsampler-scheme=branches
 #              -fsampler-scheme=returns -fsampler-scheme=scalar-pairs
-#   sampled    $cc with the same schemes, run twice: SAMPLER_SPARSITY=100
-#              and SAMPLER_SPARSITY=1000
-# hence five measured columns: plain, coverage, nosample, sampled-100,
-# sampled-1000. Instrumented runs get SAMPLER_SEED=1 and SAMPLER_FILE=/dev/null
+#   sampled    $cc with the same schemes, run three times: SAMPLER_SPARSITY=100,
+#              SAMPLER_SPARSITY=1000, and SAMPLER_SPARSITY=1000 with the flight
+#              recorder on at sampler-run's default (SAMPLER_TRACE=64)
+# hence six measured columns: plain, coverage, nosample, sampled-100,
+# sampled-1000, traced-1000 (the recorder is off in every other column).
+# Instrumented runs get SAMPLER_SEED=1 and SAMPLER_FILE=/dev/null
 # (a real file in the check run, which must hold non-zero counters). The
 # missing forms of one program are built concurrently, each with make -jN.
 #
@@ -103,10 +105,11 @@ workaround=true
 cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
 
 forms=(plain coverage nosample sampled)
-variants=(plain coverage nosample sampled-100 sampled-1000)
+variants=(plain coverage nosample sampled-100 sampled-1000 traced-1000)
 schemes="-fsampler-scheme=branches -fsampler-scheme=returns -fsampler-scheme=scalar-pairs"
 base_cflags="-O2 -g"
 seed=1
+trace=64   # sampler-run's default SAMPLER_TRACE
 max_attempts=9   # the first build and up to 8 workaround rebuilds
 # Bump when a build recipe below changes, so that cached builds are redone.
 recipe=1
@@ -148,7 +151,7 @@ done
 export LC_ALL=C
 # Only the variables set below may steer the instrumented and coverage runs.
 unset SAMPLER_FILE SAMPLER_REPORT_FD SAMPLER_SPARSITY SAMPLER_SEED SAMPLER_RANDOM \
-    SAMPLER_EVENT_COUNTDOWNS GCOV_PREFIX GCOV_PREFIX_STRIP
+    SAMPLER_TRACE SAMPLER_EVENT_COUNTDOWNS GCOV_PREFIX GCOV_PREFIX_STRIP
 
 # --- tools ------------------------------------------------------------------
 
@@ -200,7 +203,7 @@ form_flags() {
         sampled) echo "$base_cflags $schemes" ;;
     esac
 }
-variant_form() { case $1 in sampled-*) echo sampled ;; *) echo "$1" ;; esac; }
+variant_form() { case $1 in sampled-* | traced-*) echo sampled ;; *) echo "$1" ;; esac; }
 instrumented() { [[ $1 == nosample || $1 == sampled ]]; }
 
 # Identity of the compilers, for the build cache key: sampler-cc and what it
@@ -555,6 +558,7 @@ run_variant() {
             coverage) export GCOV_PREFIX=$scratch/gcov ;;
             nosample) export SAMPLER_FILE=$report SAMPLER_SEED=$seed ;;
             sampled-*) export SAMPLER_FILE=$report SAMPLER_SEED=$seed SAMPLER_SPARSITY=${variant#sampled-} ;;
+            traced-*) export SAMPLER_FILE=$report SAMPLER_SEED=$seed SAMPLER_SPARSITY=${variant#traced-} SAMPLER_TRACE=$trace ;;
         esac
         "workload_$prog" "$bin" "$in" "$out" 2>"$out/stderr"
     ); } 2>&1) || status=$?
@@ -602,7 +606,7 @@ check_variants() {
                 local n; n=$(find "$scratch/gcov" -name '*.gcda' 2>/dev/null | wc -l)
                 ((n > 0)) || { echo "    coverage: no .gcda file written" >&2; failed=1; continue; }
                 echo "    $v: output identical to plain's; $n .gcda files written, cpu $cpu s" ;;
-            nosample | sampled-*)
+            nosample | sampled-* | traced-*)
                 if [[ ! -s $report ]] || ! awk '/^[0-9]/ { for (i = 1; i <= NF; i++) if ($i != 0) { f = 1; exit } }
                         END { exit !f }' "$report"; then
                     echo "    $v: the report $report is empty or has only zero counters" >&2
