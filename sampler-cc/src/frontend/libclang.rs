@@ -110,6 +110,12 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
         "-Wno-error=implicit-function-declaration".into(),
         "-Wno-error=int-conversion".into(),
         "-Wno-error=incompatible-function-pointer-types".into(),
+        // gcc lets a file-scope object take a library function's name
+        // (`unsigned char exp[4];`, one warning); clang, knowing `exp` as
+        // a builtin, keeps calling it a function and rejects its uses.
+        // No builtin library functions: every name means what the code
+        // declares (`__builtin_*` stay known).
+        "-fno-builtin".into(),
     ];
     // gcc accepts C23 `[[attributes]]` in every C mode (gnulib uses them);
     // clang before 17 only when asked.
@@ -535,10 +541,15 @@ impl Builder<'_> {
     }
 
     fn call(&self, entity: &Entity<'_>) -> Call {
-        let direct = entity
+        let callee = entity
             .get_reference()
-            .filter(|callee| callee.get_kind() == EntityKind::FunctionDecl)
-            .and_then(|callee| callee.get_name());
+            .filter(|callee| callee.get_kind() == EntityKind::FunctionDecl);
+        let direct = callee.and_then(|callee| callee.get_name());
+        // clang declares an undeclared callee where it is called.
+        let implicit = callee
+            .and_then(|callee| self.location(&callee.get_canonical_entity()))
+            .zip(self.extent(entity))
+            .is_some_and(|(declared, (start, end))| start <= declared && declared < end);
         let discrete_result = entity.get_type().is_some_and(|ty| {
             let canonical = ty.get_canonical_type();
             canonical.is_integer()
@@ -546,6 +557,7 @@ impl Builder<'_> {
         });
         Call {
             direct,
+            implicit,
             discrete_result,
             n_arguments: entity
                 .get_arguments()

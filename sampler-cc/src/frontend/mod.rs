@@ -218,6 +218,9 @@ pub struct Call {
     /// The result is an integer, enum or pointer.
     pub discrete_result: bool,
     pub n_arguments: usize,
+    /// The callee was not declared before: this call declares it
+    /// implicitly (C89, or an old program), and gcc says so only here.
+    pub implicit: bool,
 }
 
 impl Function {

@@ -54,8 +54,12 @@ enum Form {
 struct Target<'f> {
     /// The lvalue as the site table shows it.
     text: String,
-    /// The lvalue as C for `__typeof__` and rereading.
+    /// The lvalue as C for rereading.
     code: String,
+    /// Its type as C: `__typeof__(code)`, or for a variable the user never
+    /// reads the type's spelling, since `__typeof__(x)` counts as a read
+    /// of `x` for gcc and would hide `-Wunused-but-set-variable`.
+    type_code: String,
     host: &'static str,
     offset: &'static str,
     ty: ValueType,
@@ -229,14 +233,44 @@ impl Context<'_> {
                 String::from_utf8(raw.to_vec()).ok()?
             }
         };
+        let type_code = self.type_code(variable, &code, &ty)?;
         Some(Target {
             text: site_text(self.text, node.start, node.end),
             code,
+            type_code,
             host,
             offset,
             ty,
             variable,
         })
+    }
+
+    /// The type of a target as C (see [`Target::type_code`]); `None` when a
+    /// variable the user never reads has a type C cannot spell (an
+    /// anonymous `struct`, a variably modified type): its assignments are
+    /// then not sites.
+    fn type_code(&self, variable: Option<&Variable>, code: &str, ty: &ValueType) -> Option<String> {
+        match variable {
+            Some(variable) if !self.user_reads.contains(&variable.key) => {
+                let spelling = &ty.spelling;
+                let unspellable = spelling.is_empty()
+                    || spelling.contains('[')
+                    || spelling.contains("(anonymous")
+                    || spelling.contains("(unnamed");
+                (!unspellable).then(|| format!("__typeof__({spelling})"))
+            }
+            _ => Some(format!("__typeof__({code})")),
+        }
+    }
+
+    /// Whether the variable `name` visible at `at` is declared `register`.
+    fn is_register(&self, function: &Function, at: usize, name: &str) -> bool {
+        function
+            .locals
+            .iter()
+            .filter(|v| v.name == name && v.key <= at && at < v.scope_end)
+            .max_by_key(|v| v.key)
+            .is_some_and(|v| v.register)
     }
 
     /// Finds the assignments of `function` and adds the sites of the active
@@ -293,9 +327,11 @@ impl Context<'_> {
                             && !ty.is_volatile
                             && ty.class != TypeClass::Other
                             && self.text.get(function.node(*value).start) != Some(&b'{');
+                        let type_code = self.type_code(Some(variable), &variable.name, ty)?;
                         usable.then(|| Target {
                             text: variable.name.clone(),
                             code: variable.name.clone(),
+                            type_code,
                             host: "local",
                             offset: "direct",
                             ty: ty.clone(),
@@ -370,7 +406,13 @@ impl Context<'_> {
                         },
                     }
                 };
+                let pointer = target.ty.class == TypeClass::Pointer;
                 for (candidate, kind) in self.candidates(function, at, &target.ty, visible) {
+                    // A pointer is read through a `volatile` access (below),
+                    // which a `register` variable cannot have.
+                    if pointer && kind != "const" && self.is_register(function, at, &candidate) {
+                        continue;
+                    }
                     let Some(site) = self.site(function, at, statement, {
                         let mut f = fields();
                         f.push(candidate.clone());
@@ -383,18 +425,39 @@ impl Context<'_> {
                         "const" => constant_code(&candidate),
                         // A read gcc does not follow: reading a variable that
                         // may be uninitialised must not add a
-                        // -Wmaybe-uninitialized warning.
-                        "local-uninit" => {
+                        // -Wmaybe-uninitialized warning, nor reading a
+                        // pointer that may have been freed a
+                        // -Wuse-after-free.
+                        _ if kind == "local-uninit" || pointer => {
                             format!("*(volatile __typeof__({candidate}) *)&{candidate}")
                         }
                         _ => candidate,
                     };
+                    // Pointers are compared as integers: `<` between
+                    // pointers into different objects is undefined, and a
+                    // freed pointer's value may not be compared as a
+                    // pointer (but its representation, as an integer, may);
+                    // `unsigned long` is pointer-sized on every ELF ABI
+                    // (the `.i` has no `__UINTPTR_TYPE__` macro any more).
+                    let (ty, new) = if pointer {
+                        (
+                            "unsigned long".to_owned(),
+                            format!("(unsigned long){value}"),
+                        )
+                    } else {
+                        (format!("__typeof__({value})"), value.clone())
+                    };
+                    let other = if pointer {
+                        format!("(unsigned long){other}")
+                    } else {
+                        other
+                    };
                     let compare = format!(
-                        "__extension__ ({{ __typeof__({value}) __cbi_o = {other}; {}; }})",
+                        "__extension__ ({{ {ty} __cbi_o = {other}; {}; }})",
                         self.increment(
                             Scheme::ScalarPairs,
                             *next,
-                            &format!("({value} > __cbi_o) + ({value} >= __cbi_o)")
+                            &format!("({new} > __cbi_o) + ({new} >= __cbi_o)")
                         )
                     );
                     code.push_str(&self.observe(Scheme::ScalarPairs, *next, &compare));
@@ -594,7 +657,7 @@ fn rewrite(
     value: &str,
     observe: &str,
 ) -> Vec<Insertion> {
-    let ty = format!("__typeof__({})", target.code);
+    let ty = &target.type_code;
     let lvalue = &target.code;
     let node = function.node(id);
     match form {

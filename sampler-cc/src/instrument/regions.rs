@@ -683,6 +683,10 @@ impl<'a> Planner<'a> {
             return;
         }
         let node = function.node(id);
+        if let Some(reason) = self.unclonable_extent(node.start, node.end) {
+            self.stats.fall_back(reason);
+            return;
+        }
         self.regions.push(Region {
             shape: Shape::Expression { use_ },
             start: node.start,
@@ -789,6 +793,10 @@ impl<'a> Planner<'a> {
             self.stats.fall_back("jump in a declaration");
             return;
         }
+        if let Some(reason) = self.unclonable_extent(start, end) {
+            self.stats.fall_back(reason);
+            return;
+        }
         self.regions.push(Region {
             shape: Shape::Declarations,
             start,
@@ -860,7 +868,8 @@ impl<'a> Planner<'a> {
     }
 
     /// Checks of a whole region: no `goto` back to a label inside it (a
-    /// loop), no jump inside a `return`'s value.
+    /// loop), no jump inside a `return`'s value, no call that declares its
+    /// callee implicitly.
     fn unclonable_extent(&self, start: usize, end: usize) -> Option<&'static str> {
         let function = self.function;
         let inside = |id: NodeId| {
@@ -879,6 +888,11 @@ impl<'a> Planner<'a> {
                     {
                         return Some("backward goto");
                     }
+                }
+                // gcc says "implicit declaration" at the first call only,
+                // which would be the fast copy's, in system-header text.
+                NodeKind::Call(call) if call.implicit => {
+                    return Some("implicit declaration");
                 }
                 NodeKind::Return
                     if subtree(function, id).skip(1).any(|n| {

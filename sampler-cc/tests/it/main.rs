@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+mod diagnostics;
 mod drop_in;
 mod install;
 mod project;
