@@ -337,11 +337,12 @@ mod clock {
 /// made during the thread's sampled event number `event`. Lock-free,
 /// allocation-free, async-signal-safe; does nothing without a ring or
 /// when `slot` is not below 2^16.
+#[inline]
 pub(crate) fn observe(ring: Option<&Ring>, event: u64, scheme: usize, site: u32, slot: u32) {
-    let (Some(ring), Ok(slot)) = (ring, u16::try_from(slot)) else {
-        return;
-    };
-    ring.record(event, scheme as u64, site, slot);
+    match ring {
+        Some(ring) if slot >> 16 == 0 => ring.record(event, scheme as u64, site, slot as u16),
+        _ => {}
+    }
 }
 
 /// `counter += 1`, returning the old value, as one instruction on
@@ -391,19 +392,24 @@ impl Ring {
 
     /// The entry of `index`.
     fn entry(&self, index: u64) -> &Entry {
-        &self.entries[(index & (self.entries.len() as u64 - 1)) as usize]
+        let mask = self.entries.len() as u64 - 1;
+        // Never out of bounds: the length is a power of two (at least 1).
+        match self.entries.get((index & mask) as usize) {
+            Some(entry) => entry,
+            None => &self.entries[0],
+        }
     }
 
     /// Writes one record at the next index (seqlock, see the module's
     /// comment). Async-signal-safe: a signal handler that records between
     /// the event's stamp and its use can give this record its own
     /// sequence number and time, never a torn one.
+    #[inline]
     fn record(&self, event: u64, scheme: u64, site: u32, slot: u16) {
         if self.stamped_event.load(Ordering::Relaxed) != event + 1 {
-            self.event_sequence
-                .store(SEQUENCE.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
-            self.event_time.store(clock::now(), Ordering::Relaxed);
-            self.stamped_event.store(event + 1, Ordering::Relaxed);
+            // A tail call: the event's other observations save no
+            // register for the clock's call.
+            return self.stamp_and_record(event, scheme, site, slot);
         }
         self.push(
             scheme,
@@ -414,8 +420,22 @@ impl Ring {
         );
     }
 
+    /// Takes the sequence number and the time of the thread's sampled
+    /// event `event`, at its first observation, then records it.
+    #[cold]
+    #[inline(never)]
+    fn stamp_and_record(&self, event: u64, scheme: u64, site: u32, slot: u16) {
+        let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let time = clock::now();
+        self.event_sequence.store(sequence, Ordering::Relaxed);
+        self.event_time.store(time, Ordering::Relaxed);
+        self.stamped_event.store(event + 1, Ordering::Relaxed);
+        self.push(scheme, site, slot, sequence, time);
+    }
+
     /// Stores one record with its sequence number and time at the next
     /// index.
+    #[inline]
     fn push(&self, scheme: u64, site: u32, slot: u16, sequence: u64, time: u64) {
         let index = reserve(&self.reserved);
         let entry = self.entry(index);
