@@ -123,7 +123,11 @@ impl RegionStats {
 enum Shape {
     /// Statements of one block; the text starts after the labels of the
     /// first one.
-    Run,
+    /// `ends_in_jump`: the last statement is a `break`, `continue`, `goto`
+    /// or `return`, so no path reaches the run's end.
+    Run {
+        ends_in_jump: bool,
+    },
     Loop {
         node: NodeId,
     },
@@ -221,7 +225,7 @@ pub(super) fn clone_regions(
             Ok(replacement) => {
                 *next_region += 1;
                 match region.shape {
-                    Shape::Run => stats.runs += 1,
+                    Shape::Run { .. } => stats.runs += 1,
                     Shape::Loop { .. } => stats.loops += 1,
                     Shape::Expression { .. } => stats.expressions += 1,
                     Shape::Declarations => stats.declarations += 1,
@@ -760,8 +764,12 @@ impl<'a> Planner<'a> {
                 self.stats.fall_back(reason);
                 continue;
             }
+            let ends_in_jump = matches!(
+                function.node(last).kind,
+                NodeKind::Jump(Jump::Break | Jump::Continue | Jump::Goto(_)) | NodeKind::Return
+            );
             self.regions.push(Region {
-                shape: Shape::Run,
+                shape: Shape::Run { ends_in_jump },
                 start,
                 end,
                 weight,
@@ -1127,9 +1135,16 @@ impl Renderer<'_> {
         let (start, end) = (region.start, region.end);
         let mut out = String::new();
         match &region.shape {
-            Shape::Run => {
+            Shape::Run { .. } => {
                 let _ = write!(out, "{{ {load}{test}");
                 self.both(&mut out, region, &local, (start, end), own, " } else {")?;
+                // After a final jump the write-back would be dead code,
+                // which gcc's -Wimplicit-fallthrough takes for a statement
+                // falling through to the next `case`.
+                let store = match region.shape {
+                    Shape::Run { ends_in_jump: true } => String::new(),
+                    _ => store,
+                };
                 let _ = write!(out, " }} {store}}}");
             }
             Shape::Loop { node } => {

@@ -244,3 +244,39 @@ fn implicit_declarations_are_reported_as_gcc_does() {
         );
     }
 }
+
+/// Found by `scripts/corpus.sh` on zlib and gzip: in a function with
+/// weighty calls, a run ending in `break` wrote the countdown back after
+/// its copies, dead code that gcc's -Wimplicit-fallthrough took for a
+/// statement falling through to the next `case`.
+#[test]
+fn runs_ending_in_a_jump_add_no_fallthrough() {
+    let lab = Lab::new();
+    lab.write(
+        "cases.c",
+        "static int check(int x) { if (x > 3) return 1; return 0; }\n\
+         int bound(int wrap, int start)\n\
+         {\n\
+         \x20   int wraplen;\n\
+         \x20   if (check(start))\n\
+         \x20       return 0;\n\
+         \x20   switch (wrap) {\n\
+         \x20   case 0:\n\
+         \x20       wraplen = 0;\n\
+         \x20       break;\n\
+         \x20   case 1:\n\
+         \x20       wraplen = 6 + (start ? 4 : 0);\n\
+         \x20       break;\n\
+         \x20   case 2:\n\
+         \x20       wraplen = check(wrap);\n\
+         \x20       /* fall through */\n\
+         \x20   default:\n\
+         \x20       wraplen = 6;\n\
+         \x20   }\n\
+         \x20   return wraplen;\n\
+         }\n",
+    );
+    for optimise in ["-O0", "-O2"] {
+        same_warnings(&lab, "cases.c", &[optimise], &[]);
+    }
+}
