@@ -4,7 +4,7 @@
 #
 # Usage:
 #   scripts/corpus.sh [--cc PATH] [--cflags "FLAGS"] [--work DIR] [--jobs N]
-#                     [--sites-check] [PROJECT...]
+#                     [--sites-check] [--no-compare-warnings] [PROJECT...]
 #
 #   PROJECT        zlib, gzip (default: both, in that order)
 #   --cc PATH      compiler to build with (default: gcc), e.g. sampler-cc
@@ -17,6 +17,12 @@
 #   --sites-check  after the tests, run extract-section on every object (*.o,
 #                  and ELF *.lo) of the build tree; count objects without a
 #                  .debug_site_info section and the site lines in the others
+#   --no-compare-warnings
+#                  do not build each project a second time with plain gcc
+#                  (by default, when --cc is not gcc, the project is also
+#                  built with gcc and CFLAGS without sampler-cc's own flags,
+#                  in WORK/PROJECT-gcc, and every difference between the two
+#                  builds' warnings is reported as file:line: message)
 #
 # Environment:
 #   SAMPLER_CORPUS_CACHE     downloaded source tarballs
@@ -36,7 +42,10 @@
 #   zlib: build 4.1 s (configure 0.6 s), 0 warnings, tests (0.0 s): zlib test OK
 #         (static, shared, 64-bit), logs: /tmp/sampler-corpus.XXXXXX/zlib
 # ("build" is configure + make; warnings are the build.log lines matching
-# "warning:", listed in warnings.txt). Exit status: 0 when every configure,
+# "warning:", listed in warnings.txt). With the gcc comparison, the line
+# ends with "warnings as gcc's" or "N warning differences", listed in
+# warnings-diff.txt ("-" gcc only, "+" this compiler only; each warning as
+# file:line: message, the column left out, sorted since make -j reorders). Exit status: 0 when every configure,
 # build and test suite (and the sites check, if asked) succeeded, 1
 # otherwise, 2 on usage or setup errors.
 set -euo pipefail
@@ -47,6 +56,7 @@ cflags="-g -O2"
 work=
 jobs=2
 sites_check=false
+compare_warnings=true
 cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
 all_projects=(zlib gzip)
 projects=()
@@ -65,6 +75,7 @@ while (($#)); do
         --jobs | -j) jobs=${2:?--jobs needs a value}; shift 2 ;;
         --jobs=*) jobs=${1#*=}; shift ;;
         --sites-check) sites_check=true; shift ;;
+        --no-compare-warnings) compare_warnings=false; shift ;;
         -h | --help) usage; exit 0 ;;
         -*) die "unknown option $1 (see --help)" ;;
         zlib | gzip) projects+=("$1"); shift ;;
@@ -76,6 +87,23 @@ done
 
 command -v "$cc" >/dev/null || die "compiler not found: $cc"
 cc=$(command -v "$cc")   # absolute, since the builds run in other directories
+[[ $(basename "$cc") == gcc ]] && compare_warnings=false
+
+# CFLAGS for the plain gcc build: the words of --cflags that are not
+# sampler-cc's own flags (see sampler-cc --sampler-help).
+gcc_cflags=
+for word in $cflags; do
+    case $word in
+        -fsampler-* | -fsample | -fsample-* | -fno-sample | -fno-sample-* | \
+            -fassign-* | -fno-assign-* | -fcompare-constants | -fno-compare-constants | \
+            -fclone-regions | -fno-clone-regions | -ftimestamp-* | -fno-timestamp-* | \
+            -fthreads | -fno-threads | -finclude-function=* | -fexclude-function=* | \
+            -finclude-file=* | -fexclude-file=* | -finclude-location=* | \
+            -fexclude-location=* | -frelative-paths | -fno-relative-paths | \
+            -fbalance-paths | -fno-balance-paths) ;;
+        *) gcc_cflags+="${gcc_cflags:+ }$word" ;;
+    esac
+done
 
 if $sites_check; then
     extract=${SAMPLER_EXTRACT_SECTION:-}
@@ -103,9 +131,9 @@ secs() { local us=$1; printf '%d.%d' "$((us / 1000000))" "$((us % 1000000 / 1000
 # shellcheck source=lib/debian-source.sh
 . "$root/scripts/lib/debian-source.sh"
 
-# Unpacks the upstream tarball of $1 into a fresh $work/$1/src.
+# Unpacks the upstream tarball of $1 into a fresh $2/src ($2: default $work/$1).
 unpack() {
-    local project=$1 dir=$work/$1 tarball top
+    local project=$1 dir=${2:-$work/$1} tarball top
     if [[ -e $dir && ! -e $dir/.sampler-corpus ]]; then
         die "$dir exists and was not made by corpus.sh; not wiping it"
     fi
@@ -135,6 +163,7 @@ run_logged() {
 configure_and_build() {
     local t0 status=0
     t0=$(now_us)
+    local cc=${1:-$cc} cflags=${2:-$cflags}
     case $project in
         zlib) run_logged configure.log env CC="$cc" CFLAGS="$cflags" ./configure || status=$? ;;
         gzip) run_logged configure.log ./configure CC="$cc" CFLAGS="$cflags" || status=$? ;;
@@ -252,11 +281,49 @@ sites_check() {
     fi
 }
 
+# The warnings of build.log in $1 as sorted "file:line: message" lines
+# (column dropped; paths under the build tree made relative to it).
+normalised_warnings() {
+    sed -n 's|'"$1"'/src/||g; /warning:/p' "$1/build.log" |
+        sed -E 's/^([^: ]+):([0-9]+):[0-9]+: warning:/\1:\2: warning:/' | LC_ALL=C sort
+}
+
+# Builds $project a second time with plain gcc in $dir-gcc and compares the
+# warnings; sets compare_result, fails when they differ or gcc's build does.
+compare_with_gcc() {
+    local ours=$dir gcc_dir=$dir-gcc n
+    # configure_and_build sets these: keep this compiler's.
+    local configure_us=$configure_us build_us=$build_us warnings=$warnings build_state=$build_state
+    dir=$gcc_dir
+    unpack "$project" "$gcc_dir" >/dev/null
+    echo "==> $project: configure and build with CC=gcc CFLAGS=\"$gcc_cflags\" (warnings compared)"
+    if ! configure_and_build gcc "$gcc_cflags"; then
+        dir=$ours
+        compare_result="gcc's build FAILED ($gcc_dir)"
+        return 1
+    fi
+    dir=$ours
+    diff <(normalised_warnings "$gcc_dir") <(normalised_warnings "$ours") |
+        sed -n 's/^< /- /p; s/^> /+ /p' >"$dir/warnings-diff.txt" || true
+    n=$(wc -l <"$dir/warnings-diff.txt")
+    if ((n == 0)); then
+        compare_result="warnings as gcc's"
+    else
+        compare_result="$n warning differences (see $dir/warnings-diff.txt)"
+        sed 's/^/    /' "$dir/warnings-diff.txt"
+        return 1
+    fi
+}
+
 summaries=()
 failed=0
 for project in "${projects[@]}"; do
     dir=$work/$project
     configure_us=0 build_us=0 test_us=0 warnings=0 build_state='' test_result='' sites_result=''
+    compare_result=''
+    if [[ -e $dir-gcc && ! -e $dir-gcc/.sampler-corpus ]]; then
+        die "$dir-gcc exists and was not made by corpus.sh; not wiping it"
+    fi
     unpack "$project"
     echo "==> $project: configure and build with CC=$cc CFLAGS=\"$cflags\""
     if configure_and_build; then
@@ -272,6 +339,10 @@ for project in "${projects[@]}"; do
         line="$project: $build_state, $warnings warnings, tests not run"
     fi
     [[ -n $sites_result ]] && line+=", $sites_result"
+    if $compare_warnings && [[ -n $build_state && $build_state != *FAILED* ]]; then
+        compare_with_gcc || failed=1
+        line+=", $compare_result"
+    fi
     line+=", logs: $dir"
     echo "$line"
     summaries+=("$line")
