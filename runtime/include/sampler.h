@@ -196,6 +196,23 @@ int cbi_atomsObserve(const void *address);
  * while a record is written loses at most that record. */
 void cbi_traceObserve(const struct cbi_scheme_sites *scheme, uint32_t site, uint32_t slot);
 
+/* cbi_traceObserve's two halves, for instrumented code (sampler-cc's
+ * count helper), so that a build with tracing off pays one thread-local
+ * load per observation and no call:
+ *
+ *     void *ring = cbi_traceRing;
+ *     if (__builtin_expect(ring != 0, 0))
+ *         cbi_traceRecord(ring, cbi_sampledEvents, &unit_schemes[0], 3, taken);
+ *
+ * cbi_traceRing is the calling thread's ring (null when tracing is off or
+ * the thread has not met its first event); cbi_sampledEvents counts the
+ * events cbi_sample said were sampled on this thread. Read them only on
+ * the calling thread; never write them. */
+extern __thread void *cbi_traceRing;
+extern __thread unsigned long long cbi_sampledEvents;
+void cbi_traceRecord(void *ring, unsigned long long event, const struct cbi_scheme_sites *scheme,
+                     uint32_t site, uint32_t slot);
+
 #ifdef __cplusplus
 }
 #endif

@@ -167,7 +167,7 @@ pub extern "C" fn cbi_atomsObserve(address: *const c_void) -> c_int {
 /// `ring` is the pointer `trace::prepare_thread` gave the calling thread
 /// through `cbi__trace_set_ring`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cbi__trace_record(
+pub unsafe extern "C" fn cbi_traceRecord(
     ring: *const c_void,
     event: u64,
     scheme: *const CbiSchemeSites,

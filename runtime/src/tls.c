@@ -60,25 +60,22 @@ struct cbi__batch {
 };
 CBI__TLS static __thread struct cbi__batch cbi__batch;
 
-/* The flight recorder's per-thread state (trace.rs). `cbi__trace_ring` is
- * the thread's ring, null while tracing is off and before the thread's
- * first event; `cbi__sampled_events` counts the events cbi_sample said
- * were sampled, so that the observations of one sampled event (every site
- * of one region execution) share one sequence number and one clock
- * reading, taken at the first of them. Both initial-exec, as above: the
- * recorder's fast path reads them without a call. */
-CBI__TLS static __thread void *cbi__trace_ring;
-CBI__TLS static __thread unsigned long long cbi__sampled_events;
-
-/* The Rust side of cbi_traceObserve (abi.rs). */
-void cbi__trace_record(void *ring, unsigned long long event, const struct cbi_scheme_sites *scheme,
-                       uint32_t site, uint32_t slot) __attribute__((visibility("hidden")));
+/* The flight recorder's per-thread state (trace.rs; sampler.h says how
+ * instrumented code uses them). `cbi_traceRing` is the thread's ring,
+ * null while tracing is off and before the thread's first event;
+ * `cbi_sampledEvents` counts the events cbi_sample said were sampled, so
+ * that the observations of one sampled event (every site of one region
+ * execution) share one sequence number and one clock reading, taken at
+ * the first of them. Both initial-exec, as above: instrumented code reads
+ * them without a call. */
+CBI__TLS __thread void *cbi_traceRing;
+CBI__TLS __thread unsigned long long cbi_sampledEvents;
 
 void cbi_traceObserve(const struct cbi_scheme_sites *scheme, uint32_t site, uint32_t slot)
 {
-    void *ring = cbi__trace_ring;
+    void *ring = cbi_traceRing;
     if (ring)
-        cbi__trace_record(ring, cbi__sampled_events, scheme, site, slot);
+        cbi_traceRecord(ring, cbi_sampledEvents, scheme, site, slot);
 }
 
 /* Sets the calling thread's ring (trace.rs: at its first event, and null
@@ -87,7 +84,7 @@ void cbi__trace_set_ring(void *ring) __attribute__((visibility("hidden")));
 
 void cbi__trace_set_ring(void *ring)
 {
-    cbi__trace_ring = ring;
+    cbi_traceRing = ring;
 }
 
 /* The Rust side (abi.rs): starts the thread's stream at its first event,
@@ -104,7 +101,7 @@ int cbi__sample_slow(int *countdown, int *gaps, unsigned capacity, unsigned *lef
 __attribute__((noinline, cold)) static int cbi__refill(struct cbi__batch *batch)
 {
     int sampled = cbi__sample_slow(&cbi_countdown, batch->gaps, CBI__BATCH, &batch->left);
-    cbi__sampled_events += (unsigned)sampled;
+    cbi_sampledEvents += (unsigned)sampled;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     batch->busy = 0;
     return sampled;
@@ -125,7 +122,7 @@ int cbi_sample(void)
         return cbi__refill(batch);
     batch->left = left - 1;
     cbi_countdown = batch->gaps[left - 1];
-    cbi__sampled_events++;
+    cbi_sampledEvents++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     batch->busy = 0;
     return 1;

@@ -251,6 +251,9 @@ mod tests {
                 "cbi_gObjectUnrefClassify",
                 "cbi_atomsObserve",
                 "cbi_traceObserve",
+                "cbi_traceRing",
+                "cbi_sampledEvents",
+                "cbi_traceRecord",
             ]
         );
     }

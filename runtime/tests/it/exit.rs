@@ -220,7 +220,10 @@ fn only_the_abi_leaves_the_static_and_the_shared_runtime() {
         "cbi_registerUnit",
         "cbi_reportNow",
         "cbi_sample",
+        "cbi_sampledEvents",
         "cbi_traceObserve",
+        "cbi_traceRecord",
+        "cbi_traceRing",
         "cbi_unregisterUnit",
     ];
     assert_eq!(

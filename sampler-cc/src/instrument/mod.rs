@@ -597,7 +597,11 @@ impl Context<'_> {
              extern int __cbi_g_object_classify(const void *) \
              __asm__(\"cbi_gObjectUnrefClassify\");\n\
              extern void __cbi_trace_observe(const void *, unsigned int, unsigned int) \
-             __asm__(\"cbi_traceObserve\");\n",
+             __asm__(\"cbi_traceObserve\");\n\
+             extern __thread void *cbi_traceRing;\n\
+             extern __thread unsigned long long cbi_sampledEvents;\n\
+             extern void __cbi_trace_record(void *, unsigned long long, const void *, unsigned int, \
+             unsigned int) __asm__(\"cbi_traceRecord\");\n",
         );
         let hidden = "__attribute__((__visibility__(\"hidden\"), __weak__))";
         // Not `static`: C99 inline functions may not use static objects,
@@ -712,13 +716,16 @@ impl Context<'_> {
         out.push_str("};\n");
         if self.options.sample {
             // Counts one sampled observation and hands it to the flight
-            // recorder, which returns at once when SAMPLER_TRACE is off.
+            // recorder: with SAMPLER_TRACE off, the thread has no ring and
+            // this costs one thread-local load, no call.
             let _ = writeln!(
                 out,
                 "{helper} {prefix}_count(unsigned long long *row, unsigned int scheme, \
                  unsigned int site, unsigned int slot) \
                  {{ __atomic_fetch_add(&row[slot], 1ULL, 0); \
-                 __cbi_trace_observe(&{prefix}_schemes[scheme], site, slot); }}"
+                 void *ring = cbi_traceRing; \
+                 if (__builtin_expect(ring != 0, 0)) \
+                 __cbi_trace_record(ring, cbi_sampledEvents, &{prefix}_schemes[scheme], site, slot); }}"
             );
         }
         let _ = writeln!(
