@@ -11,6 +11,9 @@
 //!   the `trace` subreport (each thread's last sampled observations) has
 //!   its own [`TraceReader`] and [`Trace`].
 //!
+//! A third, **rates files** (`schema/rates-format.md`), carries each site's
+//! sampling rate and countdown scale learned from training runs: [`Rates`].
+//!
 //! Static and dynamic data join on a [`SectionKey`]: a [`UnitSignature`] and
 //! a [`SchemeName`]. Row *i* of a `<samples>` section counts site *i* of the
 //! `<sites>` section with the same key.
@@ -46,6 +49,7 @@ mod decimal;
 mod error;
 mod lines;
 pub mod predicates;
+mod rates;
 mod report;
 mod scheme;
 mod signature;
@@ -55,6 +59,9 @@ mod trace;
 
 pub use error::{ReadError, ReadErrorKind};
 pub use lines::MAX_LINE_BYTES;
+pub use rates::{
+    MAX_SCALE, RATES_VERSION, Rates, RatesSource, SiteRate, observation_probability, scale_for_rate,
+};
 pub use report::{
     BACKTRACE_REPORT_ID, BoundValue, Report, ReportEvent, ReportReader, SAMPLES_REPORT_ID,
     SampleRows, SamplesItem, SamplesSection, Subreport, TimestampsSection, When, write_counter_row,
