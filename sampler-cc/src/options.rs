@@ -39,6 +39,10 @@ pub struct Options {
     /// (`-fsample-regions`, default); with `-fsample-sites` each site's
     /// event is one.
     pub sample_regions: bool,
+    /// With `sample_regions`, a small innermost loop without calls is one
+    /// region for its whole execution (`-fsample-whole-loops`), instead of
+    /// one per iteration (default).
+    pub sample_whole_loops: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -71,6 +75,7 @@ impl Default for Options {
             sample: true,
             clone_regions: true,
             sample_regions: true,
+            sample_whole_loops: false,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -240,6 +245,16 @@ pub const FLAGS: &[FlagGroup] = &[
                   iteration, a condition) is one random decision of the countdown, whose \
                   instrumented copy then observes all its sites (default), or each site's event \
                   is one (as the original; slower); sites outside regions are one decision each",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-whole-loops", |o| o.sample_whole_loops = true),
+            switch("-fno-sample-whole-loops", |o| o.sample_whole_loops = false),
+        ],
+        meaning: "with -fsample-regions: a small innermost loop without calls is one decision \
+                  for its whole execution, every iteration observed when it is sampled (its \
+                  fast copy is the plain loop), or one per iteration (default: a loop run once \
+                  per run with many iterations is then seen in more runs)",
     },
     FlagGroup {
         flags: &[

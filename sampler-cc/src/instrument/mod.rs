@@ -281,6 +281,7 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
                 &found.marks,
                 &is_weighty,
                 options.sample_regions,
+                options.sample_regions && options.sample_whole_loops,
                 &mut found.insertions,
                 &mut next_region,
                 &mut regions,

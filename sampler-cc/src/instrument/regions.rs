@@ -59,6 +59,16 @@
 //! probability 1/sparsity on each evaluation, as per site; only the
 //! observations of one region execution are decided together. Sites
 //! outside regions stay one event each.
+//!
+//! With `-fsample-whole-loops` too, an innermost loop without calls (other
+//! than `__builtin_`s) and of at most [`WHOLE_LOOP_NODES`] nodes counts as
+//! a plain statement: runs hold it whole (and a loop around it is
+//! innermost), so one decision covers the loop's whole execution, whose
+//! FAST copy is the plain loop (which gcc may vectorise) and whose SLOW
+//! copy observes every iteration. Each site's events keep probability
+//! 1/sparsity each, but those of one loop execution are decided together:
+//! a loop run once per run with many iterations is observed in fewer runs
+//! (in about 1/sparsity of them, all its iterations) than per iteration.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -167,6 +177,7 @@ pub(super) fn clone_regions(
     marks: &[Mark],
     is_weighty: &dyn Fn(&Call) -> bool,
     per_region: bool,
+    whole_loops: bool,
     insertions: &mut Vec<Insertion>,
     next_region: &mut usize,
     stats: &mut RegionStats,
@@ -177,7 +188,7 @@ pub(super) fn clone_regions(
         }
         return;
     }
-    let mut planner = Planner::new(function, text, marks, is_weighty);
+    let mut planner = Planner::new(function, text, marks, is_weighty, whole_loops);
     planner.plan_statement(function.body);
     stats.add(&planner.stats);
     // A leaf function keeps the countdown in one local from its entry to
@@ -407,6 +418,12 @@ fn unclonable_function(function: &Function, text: &[u8]) -> Option<&'static str>
     None
 }
 
+/// The most nodes (statements and expressions) of a loop that
+/// `-fsample-whole-loops` makes one region for its whole execution: about
+/// a line or two of C, where one countdown check per iteration costs as
+/// much as the iteration.
+const WHOLE_LOOP_NODES: u32 = 128;
+
 struct Planner<'a> {
     function: &'a Function,
     text: &'a [u8],
@@ -420,6 +437,12 @@ struct Planner<'a> {
     weighty: Vec<bool>,
     cyclic: Vec<bool>,
     named_label: Vec<bool>,
+    /// The subtree holds a call (other than to a `__builtin_`), and its
+    /// number of nodes: what makes a loop small enough to be one region
+    /// for its whole execution (`-fsample-whole-loops`).
+    calls: Vec<bool>,
+    size: Vec<u32>,
+    whole_loops: bool,
     /// Keys of the `static` locals, ascending.
     statics: Vec<usize>,
     labels: HashMap<&'a str, NodeId>,
@@ -433,6 +456,7 @@ impl<'a> Planner<'a> {
         text: &'a [u8],
         marks: &[Mark],
         is_weighty: &dyn Fn(&Call) -> bool,
+        whole_loops: bool,
     ) -> Self {
         let n = function.nodes.len();
         let mut own = vec![0u32; n];
@@ -448,6 +472,9 @@ impl<'a> Planner<'a> {
             weighty: vec![false; n],
             cyclic: vec![false; n],
             named_label: vec![false; n],
+            calls: vec![false; n],
+            size: vec![1; n],
+            whole_loops,
             statics: function
                 .locals
                 .iter()
@@ -472,11 +499,14 @@ impl<'a> Planner<'a> {
         let children = &node.children;
         let mut sum = self.own[id];
         let (mut weighty, mut cyclic, mut named) = (false, false, false);
+        let (mut calls, mut size) = (false, 1u32);
         for &child in children {
             sum += self.sum[child];
             weighty |= self.weighty[child];
             cyclic |= self.cyclic[child];
             named |= self.named_label[child];
+            calls |= self.calls[child];
+            size = size.saturating_add(self.size[child]);
         }
         let path_of = |c: Option<&NodeId>| c.map_or(0, |&c| self.path[c]);
         let sequence: u32 = children.iter().map(|&c| self.path[c]).sum();
@@ -493,10 +523,19 @@ impl<'a> Planner<'a> {
                 NodeKind::Switch => sum - self.own[id],
                 _ => sequence,
             };
+        // A small innermost loop without calls, as a block: runs (and the
+        // iteration of an enclosing loop) hold it whole.
+        let whole = self.whole_loops && !cyclic && !calls && size <= WHOLE_LOOP_NODES;
         match &node.kind {
-            NodeKind::Call(call) if node.evaluated && is_weighty(call) => weighty = true,
-            NodeKind::While | NodeKind::For { .. } => cyclic = true,
-            NodeKind::Do if !self.runs_once(id) => cyclic = true,
+            NodeKind::Call(call) if node.evaluated => {
+                calls |= !call
+                    .direct
+                    .as_deref()
+                    .is_some_and(|name| name.starts_with("__builtin_"));
+                weighty |= is_weighty(call);
+            }
+            NodeKind::While | NodeKind::For { .. } => cyclic = !whole,
+            NodeKind::Do if !self.runs_once(id) => cyclic = !whole,
             NodeKind::Labelled(Label::Named(name)) => {
                 named = true;
                 self.labels.insert(name.as_str(), id);
@@ -508,6 +547,8 @@ impl<'a> Planner<'a> {
         self.weighty[id] = weighty;
         self.cyclic[id] = cyclic;
         self.named_label[id] = named;
+        self.calls[id] = calls;
+        self.size[id] = size;
     }
 
     /// `do ... while (0)`: a block, not a loop.

@@ -277,8 +277,23 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     let exact = counters(&lab.resolve("exact", &["unconditional"]));
     assert_eq!(exact.len(), 370);
 
-    for form in ["-fsample-sites", "-fsample-regions"] {
-        sampled_tricky_is_equivalent(&lab, form, &warnings, &expected, &exact);
+    let fell_back = "1 backward goto, 1 case label of an outer switch, 1 computed goto, 1 setjmp, \
+                     1 static local";
+    let per_iteration = format!(
+        "23 cloned (12 runs, 9 loops, 2 expressions, 202 sites), 8 declaration runs, \
+         8 leaf functions, 5 fell back ({fell_back})"
+    );
+    // Small loops whole: runs hold them, and a loop with only small loops
+    // inside is innermost.
+    let whole_loops = "14 cloned (13 runs, 0 loops, 1 expressions, 272 sites), 4 declaration runs, \
+                       8 leaf functions, 4 fell back (1 backward goto, 1 computed goto, 1 setjmp, \
+                       1 static local)";
+    for (form, stats) in [
+        ("-fsample-sites", per_iteration.as_str()),
+        ("-fsample-regions", per_iteration.as_str()),
+        ("-fsample-whole-loops", whole_loops),
+    ] {
+        sampled_tricky_is_equivalent(&lab, form, stats, &warnings, &expected, &exact);
     }
 }
 
@@ -301,12 +316,14 @@ fn equal_but_indeterminate(
         })
 }
 
-/// The sampled build of TRICKY in `form` (`-fsample-sites` or
-/// `-fsample-regions`) against plain gcc's warnings, outputs and exit
-/// status and `-fno-sample`'s counters.
+/// The sampled build of TRICKY in `form` (`-fsample-sites`,
+/// `-fsample-regions` or `-fsample-whole-loops`), whose regions
+/// `-fsampler-stats` describes as `stats`, against plain gcc's warnings,
+/// outputs and exit status and `-fno-sample`'s counters.
 fn sampled_tricky_is_equivalent(
     lab: &Lab,
     form: &str,
+    stats: &str,
     warnings: &[String],
     expected: &(String, i32),
     exact: &BTreeMap<String, Vec<u64>>,
@@ -324,18 +341,11 @@ fn sampled_tricky_is_equivalent(
     ]);
     let output = lab.cc(&args);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let stats = stderr
+    let found = stderr
         .lines()
         .find_map(|line| line.split_once("; regions: "))
         .map(|(_, rest)| rest.split("; front end").next().unwrap().to_owned());
-    assert_eq!(
-        stats.as_deref(),
-        Some(
-            "23 cloned (12 runs, 9 loops, 2 expressions, 202 sites), 8 declaration runs, 8 leaf functions, 5 fell back (1 backward goto, \
-             1 case label of an outer switch, 1 computed goto, 1 setjmp, 1 static local)"
-        ),
-        "{stderr}"
-    );
+    assert_eq!(found.as_deref(), Some(stats), "{stderr}");
     assert_eq!(diagnostics(&output.stderr), warnings, "{form}: {stderr}");
 
     // Every event observed: the counters are exact.
@@ -595,12 +605,15 @@ fn sample_regions_decides_once_per_region_execution() {
     let lab = Lab::new();
     lab.write("pairs.c", PAIRS);
     let sparsity = 3.0_f64;
+    // (first site, second site, events of each, iterations of the loop
+    // that holds them).
     let pairs = [
-        ("x & 1", "x & 2", 30_000.0),
-        ("(i + k) % 3 == 0", "(i ^ k) & 4", 240_000.0_f64),
+        ("x & 1", "x & 2", 30_000.0, 1.0),
+        ("(i + k) % 3 == 0", "(i ^ k) & 4", 240_000.0_f64, 8.0),
     ];
     for (build, form) in [
         ("regions", "-fsample-regions"),
+        ("whole", "-fsample-whole-loops"),
         ("sites", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
     ] {
@@ -614,11 +627,14 @@ fn sample_regions_decides_once_per_region_execution() {
             build,
         ]);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        if form != "-fno-clone-regions" {
-            assert!(
-                stderr.contains("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
-                "{stderr}"
-            );
+        let cloned = match form {
+            // The inner loop whole, in a run of its own.
+            "-fsample-whole-loops" => Some("2 cloned (2 runs, 0 loops, 0 expressions, 5 sites)"),
+            "-fno-clone-regions" => None,
+            _ => Some("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
+        };
+        if let Some(cloned) = cloned {
+            assert!(stderr.contains(cloned), "{stderr}");
         }
         for seed in ["1", "2"] {
             let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
@@ -631,16 +647,24 @@ fn sample_regions_decides_once_per_region_execution() {
                 assert!(rows.next().is_none(), "{condition}");
                 values.iter().sum()
             };
-            for (first, second, events) in pairs {
+            for (first, second, events, iterations) in pairs {
                 let (a, b) = (total(first), total(second));
+                // A whole loop's execution is observed whole, its
+                // iterations' events together: the variance of sampling
+                // units of `chunk` events each.
+                let chunk = if form == "-fsample-whole-loops" {
+                    iterations
+                } else {
+                    1.0
+                };
                 for seen in [a, b] {
-                    let (mean, sigma) = (events / sparsity, (events * 2.0 / 9.0).sqrt());
+                    let (mean, sigma) = (events / sparsity, (events * chunk * 2.0 / 9.0).sqrt());
                     assert!(
                         (seen as f64 - mean).abs() <= 5.0 * sigma,
                         "{build}, seed {seed}: {seen} observed of {events} events"
                     );
                 }
-                if form == "-fsample-regions" {
+                if form == "-fsample-regions" || form == "-fsample-whole-loops" {
                     assert_eq!(a, b, "{build}, seed {seed}: {first} and {second}");
                 } else {
                     assert_ne!(a, b, "{build}, seed {seed}: {first} and {second}");
