@@ -94,6 +94,28 @@ pub async fn build_id(
     Ok(row.map(|row| row.try_get(0)).transpose()?)
 }
 
+/// `application`'s latest build with runs: (id, version, release). Latest
+/// is the most recently registered (`build add`); a build never registered
+/// counts from its first run.
+pub async fn latest_build(
+    store: &Store,
+    application: &str,
+) -> anyhow::Result<Option<(i64, String, String)>> {
+    let row = sqlx::query(
+        "SELECT b.id, b.version, b.release FROM builds b JOIN applications a ON a.id = b.application_id \
+         WHERE a.name = $1 AND EXISTS (SELECT 1 FROM runs r WHERE r.build_id = b.id) \
+         ORDER BY COALESCE(b.registered_ms, b.first_run_ms, 0) DESC, b.id DESC LIMIT 1",
+    )
+    .bind(application)
+    .fetch_optional(&store.pool)
+    .await?;
+    Ok(row
+        .map(|row| -> Result<_, sqlx::Error> {
+            Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
+        })
+        .transpose()?)
+}
+
 /// Loads `application`'s site tables and runs into a dataset, calling
 /// `progress(done, total)` as runs are read.
 pub async fn load(

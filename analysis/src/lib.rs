@@ -9,7 +9,8 @@
 //!   redundancy elimination, over per-predicate bitmaps of runs;
 //! - [`report`]: an analysis as users read it (sites, scores, source
 //!   lines), shared by `sampler-analyze` and the collector's dashboard;
-//! - [`output`]: a report as a terminal table or CSV.
+//! - [`output`]: a report as a terminal table or CSV;
+//! - [`rates`]: sampling rates learned from a training set of runs.
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,7 @@ pub mod collector_db;
 pub mod dataset;
 pub mod output;
 pub mod ranking;
+pub mod rates;
 
 /// Which predicates each scheme's sites have, and their C text: in
 /// `sampler-formats`, shared with `resolve-trace`.

@@ -5,10 +5,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use sampler_analysis::collector_db::{self, FailureRule};
 use sampler_analysis::dataset::Dataset;
 use sampler_analysis::output::{self, TableStyle};
+use sampler_analysis::rates::{self, RatesRequest, UniformScales};
 use sampler_analysis::report::{LocalSources, Report, shuffled_outcomes};
 use sampler_analysis::run_files;
 use sampler_analysis::scores::{Ranking, z_of_confidence};
@@ -17,41 +18,18 @@ use sampler_storage::store::{DatabaseTarget, Store};
 /// Ranks the predicates that predict failure in the runs a collector
 /// stored (or, offline, in run files of `sampler-run --save`): the
 /// elimination list first (each predicate with the failing runs it
-/// explains), then the full ranking.
+/// explains), then the full ranking. `sampler-analyze rates` learns
+/// sampling rates from the same runs instead.
 #[derive(Debug, Parser)]
-#[command(name = "sampler-analyze", version)]
+#[command(
+    name = "sampler-analyze",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 struct Cli {
-    /// The collector's data directory (its SQLite database is opened
-    /// read-only).
-    #[arg(long, default_value = "./sampler-data", value_name = "DIR")]
-    data: PathBuf,
-
-    /// A PostgreSQL collector database instead (`postgres://...`).
-    #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
-    database: Option<String>,
-
-    /// The application (with --data or --database).
-    #[arg(long, value_name = "NAME", required_unless_present = "runs")]
-    app: Option<String>,
-
-    /// Only the runs of this build of the application (its version), and
-    /// its site tables; by default every build's, merged.
-    #[arg(long, value_name = "V", conflicts_with = "runs")]
-    build_version: Option<String>,
-
-    /// With --build-version: the build's release (default empty).
-    #[arg(long, value_name = "R", requires = "build_version")]
-    build_release: Option<String>,
-
-    /// Offline: a directory of run files written by `sampler-run --save`,
-    /// ranked with the site tables of FILE... instead of a database.
-    #[arg(long, value_name = "DIR", requires = "files", conflicts_with_all = ["database", "app"])]
-    runs: Option<PathBuf>,
-
-    /// With --runs: the instrumented binaries, libraries or `.sites` files
-    /// whose site tables the runs' counters refer to.
-    #[arg(value_name = "FILE")]
-    files: Vec<PathBuf>,
+    #[command(flatten)]
+    input: Input,
 
     /// Count non-zero exit statuses as failures too (by default only
     /// deaths by a signal are).
@@ -99,6 +77,80 @@ struct Cli {
     /// Rows of the full ranking shown in the table (all in JSON and CSV).
     #[arg(long, default_value_t = 20, value_name = "N")]
     top: usize,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Learn sampling rates from a training set of runs (each site's
+    /// executions per run, estimated from its sampled counts) and write a
+    /// rates file for `sampler-cc` (schema/rates-format.md): rare sites at
+    /// rate 1, others at about TARGET observations per run, at least
+    /// 1/SPARSITY, within BUDGET observations per run in all.
+    Rates(RatesArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RatesArgs {
+    #[command(flatten)]
+    input: Input,
+
+    /// Expected observations per site per run.
+    #[arg(long, default_value = "100", value_name = "T", value_parser = rates::parse_target)]
+    target: f64,
+
+    /// Bound on the whole program's expected observations per run (the
+    /// target is lowered until it holds).
+    #[arg(long, default_value = "100000", value_name = "B", value_parser = rates::parse_budget)]
+    budget: f64,
+
+    /// The deployment sparsity the rates are for (default: the most common
+    /// among the training runs).
+    #[arg(long, value_name = "D", value_parser = rates::parse_sparsity)]
+    sparsity: Option<u32>,
+
+    /// Write the rates file here instead of to stdout.
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// Where the runs are: a collector's database, or run files.
+#[derive(Debug, clap::Args)]
+struct Input {
+    /// The collector's data directory (its SQLite database is opened
+    /// read-only).
+    #[arg(long, default_value = "./sampler-data", value_name = "DIR")]
+    data: PathBuf,
+
+    /// A PostgreSQL collector database instead (`postgres://...`).
+    #[arg(long, env = "DATABASE_URL", value_name = "URL", hide_env_values = true)]
+    database: Option<String>,
+
+    /// The application (with --data or --database).
+    #[arg(long, value_name = "NAME", required_unless_present = "runs")]
+    app: Option<String>,
+
+    /// Only the runs of this build of the application (its version), and
+    /// its site tables; by default every build's, merged (for `rates`, the
+    /// latest build with runs).
+    #[arg(long, value_name = "V", conflicts_with = "runs")]
+    build_version: Option<String>,
+
+    /// With --build-version: the build's release (default empty).
+    #[arg(long, value_name = "R", requires = "build_version")]
+    build_release: Option<String>,
+
+    /// Offline: a directory of run files written by `sampler-run --save`,
+    /// read with the site tables of FILE... instead of a database.
+    #[arg(long, value_name = "DIR", requires = "files", conflicts_with_all = ["database", "app"])]
+    runs: Option<PathBuf>,
+
+    /// With --runs: the instrumented binaries, libraries or `.sites` files
+    /// whose site tables the runs' counters refer to.
+    #[arg(value_name = "FILE")]
+    files: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -127,6 +179,9 @@ enum Format {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(Command::Rates(args)) = cli.command {
+        return write_rates(args).await;
+    }
     let z = z_of_confidence(cli.confidence)?;
     let rule = FailureRule {
         nonzero_exit: cli.fail_on_exit,
@@ -143,21 +198,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         bar.set_position(done);
     };
     let started = std::time::Instant::now();
-    let mut dataset = match (&cli.runs, &cli.app) {
+    let input = &cli.input;
+    let mut dataset = match (&input.runs, &input.app) {
         (Some(dir), _) => {
             let mut dataset = Dataset::new();
-            for file in &cli.files {
+            for file in &input.files {
                 run_files::add_site_file(&mut dataset, file)?;
             }
             run_files::add_runs(&mut dataset, dir, &rule, progress)?;
             dataset
         }
         (None, Some(app)) => {
-            let target = DatabaseTarget::choose(&cli.data, cli.database.as_deref())?;
+            let target = DatabaseTarget::choose(&input.data, input.database.as_deref())?;
             let store = Store::open_read_only(&target).await?;
             let mut selection = collector_db::Selection::default();
-            if let Some(version) = &cli.build_version {
-                let release = cli.build_release.as_deref().unwrap_or_default();
+            if let Some(version) = &input.build_version {
+                let release = input.build_release.as_deref().unwrap_or_default();
                 selection.build = Some(
                     collector_db::build_id(&store, app, version, release)
                         .await?
@@ -203,6 +259,56 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             dataset.runs.len(),
             dataset.predicates.len()
         );
+    }
+    Ok(())
+}
+
+/// `sampler-analyze rates`.
+async fn write_rates(args: RatesArgs) -> anyhow::Result<()> {
+    let request = RatesRequest {
+        target: args.target,
+        budget: args.budget,
+        sparsity: args.sparsity,
+    };
+    let input = &args.input;
+    let computed = match (&input.runs, &input.app) {
+        (Some(dir), _) => {
+            let training = rates::from_run_files(dir, &input.files, &UniformScales)?;
+            let source = sampler_formats::RatesSource::Runs {
+                directory: dir.display().to_string(),
+            };
+            rates::compute(&training, &request, source)?
+        }
+        (None, Some(app)) => {
+            let target = DatabaseTarget::choose(&input.data, input.database.as_deref())?;
+            let store = Store::open_read_only(&target).await?;
+            let build = input
+                .build_version
+                .as_deref()
+                .map(|version| (version, input.build_release.as_deref().unwrap_or_default()));
+            rates::from_collector(&store, app, build, &request, &UniformScales).await?
+        }
+        (None, None) => unreachable!("clap requires --app without --runs"),
+    };
+    for warning in &computed.warnings {
+        eprintln!("sampler-analyze: {warning}");
+    }
+    let text = computed.rates.to_text();
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text)
+                .map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
+            let rates = &computed.rates;
+            eprintln!(
+                "sampler-analyze: {} sites from {} runs at sparsity {}: {} expected observations per run ({} with uniform sampling)",
+                rates.sites.len(),
+                rates.runs,
+                rates.sparsity,
+                rates.expected,
+                rates.uniform
+            );
+        }
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
     Ok(())
 }

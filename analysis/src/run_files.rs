@@ -15,6 +15,16 @@ use crate::dataset::{Batch, Dataset};
 /// Adds the site tables of `path`: an ELF binary, object or archive (its
 /// `.debug_site_info` sections) or a site table text file.
 pub fn add_site_file(dataset: &mut Dataset, path: &Path) -> anyhow::Result<()> {
+    for_each_site_table(path, &mut |text| dataset.add_site_tables(text))
+}
+
+/// Calls `add` with the site tables' text of `path` (an ELF binary, object
+/// or archive: each `.debug_site_info` section; or a site table text file),
+/// naming the file in its errors.
+pub fn for_each_site_table(
+    path: &Path,
+    add: &mut dyn FnMut(&str) -> Result<(), sampler_formats::ReadError>,
+) -> anyhow::Result<()> {
     let name = path.display();
     let mut input = BufReader::new(
         std::fs::File::open(path).map_err(|error| anyhow::anyhow!("{name}: {error}"))?,
@@ -28,9 +38,7 @@ pub fn add_site_file(dataset: &mut Dataset, path: &Path) -> anyhow::Result<()> {
         input
             .read_to_string(&mut text)
             .map_err(|error| anyhow::anyhow!("{name}: {error}"))?;
-        return dataset
-            .add_site_tables(&text)
-            .map_err(|error| anyhow::anyhow!("{name}: {error}"));
+        return add(&text).map_err(|error| anyhow::anyhow!("{name}: {error}"));
     }
     let mut found = 0;
     sampler_extract::for_each_section(path, SITE_INFO_SECTION, &mut |object,
@@ -41,9 +49,7 @@ pub fn add_site_file(dataset: &mut Dataset, path: &Path) -> anyhow::Result<()> {
                 found += 1;
                 let text = String::from_utf8(bytes)
                     .map_err(|_| anyhow::anyhow!("{object}: site tables are not UTF-8"))?;
-                dataset
-                    .add_site_tables(&text)
-                    .map_err(|error| anyhow::anyhow!("{object}: {error}"))
+                add(&text).map_err(|error| anyhow::anyhow!("{object}: {error}"))
             }
             Ok(SectionContents::Missing | SectionContents::Empty) => Ok(()),
             Err(error) => Err(anyhow::anyhow!("{object}: {error}")),
