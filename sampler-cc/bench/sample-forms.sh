@@ -25,10 +25,17 @@ die() { echo "sample-forms.sh: $*" >&2; exit 2; }
 # shellcheck source=../../scripts/lib/debian-source.sh
 . "$(dirname "$0")/../../scripts/lib/debian-source.sh"
 mkdir -p "$work"
-forms=(plain sites regions)
-variants=(plain sites-100 sites-1000 regions-100 regions-1000)
+# FORMS (environment): the sampled forms to compare with plain, among
+# sites, regions and whole (-fsample-whole-loops); default "sites regions".
+read -r -a sampled_forms <<<"${FORMS:-sites regions}"
+forms=(plain "${sampled_forms[@]}")
+variants=(plain)
+for f in "${sampled_forms[@]}"; do
+    [[ $f == sites || $f == regions || $f == whole ]] || die "unknown form $f in FORMS"
+    variants+=("$f-100" "$f-1000")
+done
 form_cc() { case $1 in plain) echo gcc ;; *) echo "$cc" ;; esac; }
-form_flags() { case $1 in plain) echo "-O2 -g" ;; sites) echo "-O2 -g $schemes -fsample-sites" ;; regions) echo "-O2 -g $schemes -fsample-regions" ;; esac; }
+form_flags() { case $1 in plain) echo "-O2 -g" ;; sites) echo "-O2 -g $schemes -fsample-sites" ;; regions) echo "-O2 -g $schemes -fsample-regions" ;; whole) echo "-O2 -g $schemes -fsample-whole-loops" ;; esac; }
 build() { # program form
     local p=$1 f=$2 src=$work/$1/$2 fcc fflags
     [[ -x $src/done ]] && return 0
