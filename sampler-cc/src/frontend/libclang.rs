@@ -11,7 +11,8 @@
 use std::collections::HashSet;
 
 use clang::{
-    Clang, Entity, EntityKind, EvaluationResult, Index, StorageClass, Type, TypeKind, Unsaved,
+    Clang, Entity, EntityKind, EvaluationResult, Index, Linkage, StorageClass, Type, TypeKind,
+    Unsaved,
 };
 
 use super::{
@@ -152,12 +153,21 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
     };
     let mut no_instrument: HashSet<String> = HashSet::new();
     let mut global_keys: HashSet<usize> = HashSet::new();
+    // Globals with external linkage some declaration of which defines them
+    // here: `int g;`, `int g = 1;`, `extern int g = 1;`, not `extern int g;`.
+    let mut defined_external: HashSet<usize> = HashSet::new();
     for entity in tu.get_entity().get_children() {
         if entity.get_kind() == EntityKind::VarDecl {
-            if let Some(global) = builder.variable(&entity, Storage::Global, usize::MAX)
-                && global_keys.insert(global.key)
-            {
-                unit.globals.push(global);
+            if let Some(global) = builder.variable(&entity, Storage::Global, usize::MAX) {
+                if entity.get_linkage() == Some(Linkage::External)
+                    && (entity.get_storage_class() != Some(StorageClass::Extern)
+                        || entity.is_definition())
+                {
+                    defined_external.insert(global.key);
+                }
+                if global_keys.insert(global.key) {
+                    unit.globals.push(global);
+                }
             }
             continue;
         }
@@ -211,6 +221,9 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
             nodes,
             locals,
         });
+    }
+    for global in &mut unit.globals {
+        global.defined_external = defined_external.contains(&global.key);
     }
     Ok(unit)
 }
@@ -338,6 +351,7 @@ impl Builder<'_> {
             scope_end,
             register: storage_class == Some(StorageClass::Register),
             thread_local: entity.get_tls_kind().is_some(),
+            defined_external: false,
         })
     }
 

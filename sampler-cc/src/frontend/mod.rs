@@ -56,6 +56,10 @@ pub struct Variable {
     pub register: bool,
     /// `__thread` / `_Thread_local`: never shared between threads.
     pub thread_local: bool,
+    /// Globals: has external linkage and this unit defines it (a
+    /// definition or a tentative one, not only `extern` declarations), so
+    /// the program has it whether or not anything reads it.
+    pub defined_external: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

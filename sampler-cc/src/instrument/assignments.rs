@@ -73,6 +73,21 @@ pub(super) fn is_user_name(name: &str) -> bool {
     !name.starts_with("__") && !name.starts_with("cbi_")
 }
 
+/// Whether `scalar-pairs` may compare with global `global` (wherever it is
+/// declared; the caller checks that it is before the function and not in a
+/// system header): a user name, not `volatile`, and either defined here
+/// with external linkage, read by any unit or none (CBI's rule: every
+/// global of the type), or read by this unit's code. A `static` global the
+/// unit never reads keeps gcc's -Wunused-variable, and an `extern`
+/// declaration the unit never reads may name a variable the program does
+/// not define (the original's CIL removed such declarations before
+/// instrumenting, so it did not compare with them either).
+pub(super) fn is_candidate_global(global: &Variable, user_reads: &HashSet<usize>) -> bool {
+    is_user_name(&global.name)
+        && !global.ty.is_volatile
+        && (global.defined_external || user_reads.contains(&global.key))
+}
+
 /// `scalar-pairs`' constant pool with `-fcompare-constants`: 0 and every
 /// integer literal (negated under a unary minus) of `functions`, ascending.
 pub(super) fn unit_constants(functions: &[&Function]) -> Vec<i128> {

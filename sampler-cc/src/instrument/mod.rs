@@ -132,8 +132,9 @@ struct Context<'a> {
     /// The unit's globals by key.
     globals: HashMap<usize, &'a Variable>,
     /// The globals `scalar-pairs` may compare with, in declaration order:
-    /// user-written (not from system headers, not reserved names), read by
-    /// the user, not `volatile`.
+    /// user-written (not from system headers, not reserved names), not
+    /// `volatile`, and defined here with external linkage or read by the
+    /// user (see [`assignments::is_candidate_global`]).
     candidate_globals: Vec<&'a Variable>,
     /// The active schemes, in the order of the unit's tables.
     schemes: Vec<Scheme>,
@@ -170,9 +171,7 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
         .globals
         .iter()
         .filter(|v| {
-            assignments::is_user_name(&v.name)
-                && !v.ty.is_volatile
-                && user_reads.contains(&v.key)
+            assignments::is_candidate_global(v, &user_reads)
                 && map.presumed(v.key).is_some_and(|p| !p.system)
         })
         .collect();

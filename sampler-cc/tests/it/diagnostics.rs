@@ -280,3 +280,19 @@ fn runs_ending_in_a_jump_add_no_fallthrough() {
         same_warnings(&lab, "cases.c", &[optimise], &[]);
     }
 }
+
+/// `scalar-pairs` compares with globals of external linkage the unit never
+/// reads (values.rs), and keeps gcc's -Wunused-variable of a `static` one.
+#[test]
+fn external_globals_compared_and_unread_statics_warned() {
+    let lab = Lab::new();
+    lab.write("lib.c", super::values::EXTERNAL_GLOBALS);
+    for optimise in ["-O0", "-O2"] {
+        same_warnings(
+            &lab,
+            "lib.c",
+            &[optimise],
+            &["lib.c:5: warning: ‘s_unread’ defined but not used [-Wunused-variable]"],
+        );
+    }
+}

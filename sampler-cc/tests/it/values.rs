@@ -601,3 +601,83 @@ int main(void) { printf(\"%d %d\\n\", f(3, 4), g); return 0; }
         ]
     );
 }
+
+/// A unit of a two-unit program whose globals with external linkage are
+/// read and written by the other unit (issue 17, item 4).
+pub(super) const EXTERNAL_GLOBALS: &str = r#"int g = 5;
+int tentative;
+extern int declared_only;
+extern int elsewhere;
+static int s_unread = 2;
+static int s_read = 3;
+long other_type = 7;
+int f(int a)
+{
+    int x;
+    x = a + 1;
+    return x + s_read;
+}
+int late = 1;
+"#;
+
+/// CBI's candidate rule: a global with external linkage that the unit
+/// defines (`g`, `tentative`) is compared whenever its type is identical,
+/// even though the unit never reads it; `static` globals only when read
+/// (`s_read`, not `s_unread`, whose -Wunused-variable stays: see
+/// diagnostics.rs), `extern` declarations only when read (`declared_only`
+/// is defined nowhere: comparing with it would not link), globals declared
+/// after the function (`late`) never.
+#[test]
+fn scalar_pairs_compare_with_external_globals_the_unit_never_reads() {
+    let lab = Lab::new();
+    lab.write("lib.c", EXTERNAL_GLOBALS);
+    lab.write(
+        "main.c",
+        r#"#include <stdio.h>
+extern int g, tentative, late;
+int elsewhere = 4;
+int f(int);
+int main(int argc, char **argv)
+{
+    (void)argv;
+    tentative = argc * 10;
+    printf("%d %d\n", f(argc), g + tentative + elsewhere + late);
+    return 0;
+}
+"#,
+    );
+    lab.cc(&[
+        "-fsampler-strict",
+        "-fno-sample",
+        "-fsampler-scheme=scalar-pairs",
+        "-O1",
+        "-Wall",
+        "-Wextra",
+        "lib.c",
+        "main.c",
+        "-o",
+        "prog",
+    ]);
+    assert_eq!(lab.run("prog", &[], "report", &[]), "5 20\n");
+    let rows: Vec<String> = lab
+        .resolve("report", &["prog"])
+        .lines()
+        .map(|line| line.split('\t').skip(2).collect::<Vec<_>>().join(" | "))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "scalar-pairs | LAB/main.c | 8 | main | 2 | tentative | global | direct | g | global | 0 | 0 | 1",
+            "scalar-pairs | LAB/main.c | 8 | main | 2 | tentative | global | direct | tentative | global | 0 | 0 | 1",
+            "scalar-pairs | LAB/main.c | 8 | main | 2 | tentative | global | direct | late | global | 0 | 0 | 1",
+            "scalar-pairs | LAB/main.c | 8 | main | 2 | tentative | global | direct | elsewhere | global | 0 | 0 | 1",
+            "scalar-pairs | LAB/main.c | 8 | main | 2 | tentative | global | direct | argc | local-init | 0 | 0 | 1",
+            "scalar-pairs | LAB/main.c | 8 | main | 2 | tentative | global | direct | 0LL | const | 0 | 0 | 1",
+            "scalar-pairs | LAB/lib.c | 11 | f | 2 | x | local | direct | g | global | 1 | 0 | 0",
+            "scalar-pairs | LAB/lib.c | 11 | f | 2 | x | local | direct | tentative | global | 1 | 0 | 0",
+            "scalar-pairs | LAB/lib.c | 11 | f | 2 | x | local | direct | s_read | global | 1 | 0 | 0",
+            "scalar-pairs | LAB/lib.c | 11 | f | 2 | x | local | direct | a | local-init | 0 | 0 | 1",
+            "scalar-pairs | LAB/lib.c | 11 | f | 2 | x | local | direct | 0LL | const | 0 | 0 | 1",
+        ]
+    );
+}
