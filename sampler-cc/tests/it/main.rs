@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 mod diagnostics;
 mod drop_in;
 mod install;
+mod plugins;
 mod project;
 mod sampling;
 mod schemes;
