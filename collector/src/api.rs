@@ -37,7 +37,7 @@ fn database(error: impl std::fmt::Display) -> Refusal {
 
 /// The read token's grant, and the application the query names (which
 /// must be the token's own).
-async fn reader(
+pub(crate) async fn reader(
     state: &AppState,
     headers: &HeaderMap,
     app: Option<&str>,

@@ -5,7 +5,8 @@
 //! the analysis (`counters`), symbolized when they crashed (`crashes`) and
 //! stored durably before they are acknowledged (`ingest`) in SQLite or
 //! PostgreSQL (`store`). Builds register their site tables and debug files
-//! (`builds`); the read API serves it all back as JSON (`api`).
+//! (`builds`); the read API serves it all back as JSON (`api`), with the
+//! analysis's rankings (`rankings`) and sampling rates (`rates`).
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,7 @@ pub mod ingest;
 pub mod limits;
 pub mod metrics;
 pub mod rankings;
+pub mod rates;
 pub mod server;
 pub mod tokens;
 pub mod traces;

@@ -77,6 +77,37 @@ enum Command {
         #[command(subcommand)]
         command: BuildCommand,
     },
+    /// Print the sampling rates learned from an application's runs (a
+    /// rates file for `sampler-cc`, schema/rates-format.md), from its
+    /// latest build with runs or the one named.
+    Rates {
+        #[command(flatten)]
+        database: Database,
+
+        /// The application.
+        #[arg(long, value_name = "NAME")]
+        app: String,
+
+        /// The build's version (default: the latest build with runs).
+        #[arg(long, value_name = "V")]
+        version: Option<String>,
+
+        /// The build's release (default empty).
+        #[arg(long, value_name = "R", requires = "version")]
+        release: Option<String>,
+
+        /// Expected observations per site per run.
+        #[arg(long, default_value = "100", value_name = "T", value_parser = sampler_analysis::rates::parse_target)]
+        target: f64,
+
+        /// Bound on the whole program's expected observations per run.
+        #[arg(long, default_value = "100000", value_name = "B", value_parser = sampler_analysis::rates::parse_budget)]
+        budget: f64,
+
+        /// The deployment sparsity (default: the runs' most common).
+        #[arg(long, value_name = "D", value_parser = sampler_analysis::rates::parse_sparsity)]
+        sparsity: Option<u32>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -245,6 +276,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 anyhow::bail!("no token `{id}` to revoke");
             }
             println!("revoked");
+            Ok(())
+        }
+        Command::Rates {
+            database,
+            app,
+            version,
+            release,
+            target,
+            budget,
+            sparsity,
+        } => {
+            let store = database.open(2).await?;
+            let spec = sampler_collector::rates::RatesSpec {
+                build: version.map(|version| (version, release.unwrap_or_default())),
+                request: sampler_analysis::rates::RatesRequest {
+                    target,
+                    budget,
+                    sparsity,
+                },
+            };
+            let computed = sampler_collector::rates::compute(&store, &app, &spec).await?;
+            for warning in &computed.warnings {
+                eprintln!("sampler-collector: {warning}");
+            }
+            print!("{}", computed.rates.to_text());
             Ok(())
         }
         Command::Build {

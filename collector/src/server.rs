@@ -81,6 +81,7 @@ pub fn router(state: AppState) -> Router {
             get(crate::api::subreport),
         )
         .route("/api/v1/ranking", get(crate::api::ranking))
+        .route("/api/v1/rates", get(crate::rates::rates))
         .route("/api/v1/crash-groups", get(crate::api::crash_groups))
         .route("/api/v1/crash-groups/{id}", get(crate::api::crash_group))
         .route("/", get(crate::dashboard::root))

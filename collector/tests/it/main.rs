@@ -9,6 +9,7 @@ mod fault;
 mod load;
 mod planted_bugs;
 mod properties;
+mod rates;
 mod upload;
 
 use std::io::Write;
@@ -26,6 +27,8 @@ use sampler_collector::tokens::{self, Scope};
 pub struct Collector {
     pub running: Option<Running>,
     pub store: Store,
+    /// Where its database is.
+    pub target: DatabaseTarget,
     pub url: String,
     pub ingest: String,
     pub read: String,
@@ -95,6 +98,7 @@ impl Collector {
         Self {
             running: Some(running),
             store,
+            target,
             url,
             ingest,
             read,
