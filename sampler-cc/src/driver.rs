@@ -144,6 +144,10 @@ pub fn main(args: Vec<String>) -> ExitCode {
         real_args.extend(command.gcc_args);
         return exec(&program, &real_args, &[]);
     }
+    if let Some(reason) = refusal(&real_args, &command) {
+        eprintln!("sampler-cc: error: {reason}");
+        return ExitCode::from(1);
+    }
     let mut env: Vec<(&str, OsString)> = vec![(ENV_OPTIONS, command.options.to_env().into())];
     match prepare_stage(&program, &real_args) {
         Ok((stub_dir, real_cc1)) => {
@@ -152,6 +156,10 @@ pub fn main(args: Vec<String>) -> ExitCode {
             env.push((ENV_REAL_CC1, real_cc1.into_os_string()));
         }
         Err(reason) => {
+            if let Some(reason) = clang_refusal(&program, &real_args) {
+                eprintln!("sampler-cc: error: {reason}");
+                return ExitCode::from(1);
+            }
             if command.options.strict {
                 eprintln!("sampler-cc: error: {reason}");
                 return ExitCode::from(1);
@@ -174,6 +182,41 @@ pub fn main(args: Vec<String>) -> ExitCode {
         }
     }
     exec(&program, &real_args, &env)
+}
+
+/// Why sampler-cc cannot compile or link this command at all, if it
+/// cannot: a 32-bit (or x32) target, for which there is no runtime.
+fn refusal(real_args: &[String], command: &GccCommand) -> Option<String> {
+    let abi = real_args
+        .iter()
+        .chain(&command.gcc_args)
+        .rfind(|arg| matches!(arg.as_str(), "-m32" | "-mx32" | "-m16" | "-m64"))?;
+    (abi != "-m64").then(|| {
+        format!(
+            "{abi}: sampler-cc cannot instrument {abi} programs: its runtime \
+             (libsampler_runtime) is built for x86-64 only, and instrumented code needs it \
+             to link; build them with gcc itself"
+        )
+    })
+}
+
+/// Why `program` cannot be the real compiler, when it is clang (whose
+/// `-print-prog-name=cc1` names no program): clang compiles C in its own
+/// process, so there is no cc1 for sampler-cc to stand in for.
+fn clang_refusal(program: &str, real_args: &[String]) -> Option<String> {
+    let output = Command::new(program)
+        .args(real_args)
+        .arg("--version")
+        .output()
+        .ok()?;
+    let version = String::from_utf8_lossy(&output.stdout);
+    version.lines().next()?.contains("clang").then(|| {
+        format!(
+            "the real compiler {program} ({ENV_REAL_CC}) is clang, which compiles C in its \
+             own process with no cc1 program for sampler-cc to stand in for: sampler-cc \
+             instruments through gcc only; set {ENV_REAL_CC} to a gcc (or unset it for `gcc`)"
+        )
+    })
 }
 
 /// The hidden subcommand `scripts/package-runtime.sh` runs:

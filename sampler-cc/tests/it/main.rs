@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 mod diagnostics;
 mod drop_in;
+mod flags;
 mod install;
 mod plugins;
 mod project;
