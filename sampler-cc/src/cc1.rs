@@ -147,6 +147,8 @@ fn instrument_file(
     let started = std::time::Instant::now();
     let text =
         std::fs::read(input).map_err(|err| format!("cannot read {}: {err}", input.display()))?;
+    // The user's columns, as gcc gives them when it preprocesses itself.
+    let text = crate::preprocessed::respace(&text, &mut |file| std::fs::read(file).ok());
     let flags = libclang::type_affecting_flags(args);
     let unit = libclang::analyse(&text, &flags).map_err(|err| err.to_string())?;
     let analysed = started.elapsed();

@@ -413,3 +413,105 @@ mod tests {
         assert_eq!(skip_trivia(code, 1), code.len() - 4);
     }
 }
+
+/// `text` with each line of the user's own files (not system headers)
+/// spaced as in its source file, when the two differ only in the length
+/// of their runs of whitespace. gcc's preprocessor writes one space for
+/// each run between tokens (`case 3:      x` becomes `case 3: x`), and
+/// cc1 counts columns in the `.i`: respaced, gcc's diagnostics carry the
+/// columns they have when gcc preprocesses internally. Lines that a macro
+/// expanded, that continue with a backslash, or whose source cannot be
+/// read stay as they are. `read` returns a file's bytes (named as the
+/// markers name it).
+pub fn respace(text: &[u8], read: &mut dyn FnMut(&str) -> Option<Vec<u8>>) -> Vec<u8> {
+    let map = LineMap::new(text);
+    let mut sources: std::collections::HashMap<String, Option<Vec<Vec<u8>>>> =
+        std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(text.len() + text.len() / 16);
+    let mut start = 0;
+    while start < text.len() {
+        let end = text[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(text.len(), |i| start + i);
+        let line = &text[start..end];
+        let replacement = (!line.starts_with(b"#") && !line.is_empty())
+            .then(|| map.presumed(start))
+            .flatten()
+            .filter(|p| !p.system && !p.file.starts_with('<'))
+            .and_then(|p| {
+                let lines = sources
+                    .entry(p.file.to_owned())
+                    .or_insert_with(|| read(p.file).map(|bytes| split_lines(&bytes)));
+                let source = lines.as_ref()?.get(p.line.checked_sub(1)? as usize)?;
+                (source.as_slice() != line
+                    && !source.ends_with(b"\\")
+                    && collapsed(source) == collapsed(line))
+                .then(|| source.clone())
+            });
+        out.extend_from_slice(replacement.as_deref().unwrap_or(line));
+        if end < text.len() {
+            out.push(b'\n');
+        }
+        start = end + 1;
+    }
+    out
+}
+
+/// A file's lines, without their `\n` (or `\r\n`).
+fn split_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
+    bytes
+        .split(|&b| b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line).to_vec())
+        .collect()
+}
+
+/// A line with every run of blanks one space, and none at either end.
+fn collapsed(line: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len());
+    for word in line
+        .split(|b| matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c' | b'\r'))
+        .filter(|w| !w.is_empty())
+    {
+        if !out.is_empty() {
+            out.push(b' ');
+        }
+        out.extend_from_slice(word);
+    }
+    out
+}
+
+#[cfg(test)]
+mod respace_tests {
+    use super::respace;
+
+    #[test]
+    fn lines_get_their_source_spacing_back_when_only_blanks_differ() {
+        let text = b"# 1 \"a.c\"\nint  x;\ncase 3: y = 1;\nint z = M;\n# 1 \"/usr/include/s.h\" 1 3\nint   s;\n";
+        let source = b"int  x;\ncase 3:      y = 1;\nint z = M ;\n";
+        let header = b"int s;\n";
+        let out = respace(text, &mut |file| match file {
+            "a.c" => Some(source.to_vec()),
+            "/usr/include/s.h" => Some(header.to_vec()),
+            _ => None,
+        });
+        // Line 2 takes the source's spacing; line 3 (a macro expanded:
+        // `M` against its expansion in real life, here a token that
+        // differs) and the system header's line stay as they are.
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "# 1 \"a.c\"\nint  x;\ncase 3:      y = 1;\nint z = M;\n# 1 \"/usr/include/s.h\" 1 3\nint   s;\n"
+        );
+    }
+
+    #[test]
+    fn unreadable_sources_and_continued_lines_stay() {
+        let text = b"# 1 \"b.c\"\nint x = 1 + \\\n2;\n";
+        let out = respace(text, &mut |_| None);
+        assert_eq!(out, text);
+        let out = respace(b"# 1 \"c.c\"\nint  x = 1;\n", &mut |_| {
+            Some(b"int  x = 1; \\\n".to_vec())
+        });
+        assert_eq!(out, b"# 1 \"c.c\"\nint  x = 1;\n");
+    }
+}

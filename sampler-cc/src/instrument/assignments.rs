@@ -36,14 +36,10 @@ pub(super) struct FirstIds {
 
 /// How the assignment is written.
 enum Form {
-    /// `lvalue = value`
-    Assign { value: NodeId },
-    /// `lvalue op= value`, with the operator's extent.
-    Compound {
-        value: NodeId,
-        operator: (usize, usize),
-        op: String,
-    },
+    /// `lvalue = value`, with the offset of the `=`.
+    Assign { value: NodeId, operator: usize },
+    /// `lvalue op= value`, with the operator's offset.
+    Compound { value: NodeId, operator: usize },
     /// `++`/`--`, prefix or postfix.
     Step { op: String },
     /// An initialised local declaration.
@@ -310,17 +306,24 @@ impl Context<'_> {
             }
             let children = node.children.as_slice();
             let (form, lvalue_target) = match (&node.kind, children) {
-                (NodeKind::Binary(op), [lvalue, value]) if op == "=" => (
-                    Form::Assign { value: *value },
-                    self.target(function, *lvalue, false),
-                ),
+                (NodeKind::Binary(op), [lvalue, value]) if op == "=" => {
+                    let at =
+                        crate::preprocessed::skip_trivia(self.text, function.node(*lvalue).end);
+                    let ok = self.text.get(at) == Some(&b'=');
+                    (
+                        Form::Assign {
+                            value: *value,
+                            operator: at,
+                        },
+                        self.target(function, *lvalue, false).filter(|_| ok),
+                    )
+                }
                 (NodeKind::Binary(op), [lvalue, value]) if is_assignment(op) => {
                     let at =
                         crate::preprocessed::skip_trivia(self.text, function.node(*lvalue).end);
                     let form = Form::Compound {
                         value: *value,
-                        operator: (at, at + op.len()),
-                        op: op.clone(),
+                        operator: at,
                     };
                     let ok = self.text.get(at..at + op.len()) == Some(op.as_bytes());
                     (form, self.target(function, *lvalue, true).filter(|_| ok))
@@ -675,39 +678,48 @@ fn rewrite(
     let ty = &target.type_code;
     let lvalue = &target.code;
     let node = function.node(id);
+    // The user's operator and value stay where they are, in our copy's
+    // assignment: `x = v` becomes `x = ({ T t; t = v; ...; t; })` with the
+    // second `=` and `v` the user's own tokens at their own columns, so
+    // that gcc's warnings about the assignment (a conversion, an
+    // uninitialised value) point where the user wrote it. The value needs
+    // no parentheses: it is an assignment-expression either way.
     match form {
-        Form::Assign { value: rhs } => {
-            let rhs = function.node(*rhs);
-            vec![Insertion::wrap(
-                rhs.start,
-                rhs.end,
-                1,
-                format!("__extension__ ({{ {ty} {value}; {value} = ("),
-                format!("); {observe}{value}; }})"),
-            )]
-        }
-        Form::Compound {
+        Form::Assign {
             value: rhs,
-            operator: (start, end),
-            op,
+            operator,
         } => {
             let rhs = function.node(*rhs);
             vec![
-                Insertion {
-                    start: *start,
-                    end: *end,
-                    rank: 0,
-                    open: "=".to_owned(),
-                    close: String::new(),
-                    replace: true,
-                    prologue: false,
-                },
+                Insertion::point(
+                    *operator,
+                    format!("= __extension__ ({{ {ty} {value}; {value} "),
+                ),
                 Insertion::wrap(
                     rhs.start,
                     rhs.end,
                     1,
-                    format!("__extension__ ({{ {ty} {value} = {lvalue}; {value} {op} ("),
-                    format!("); {observe}{value}; }})"),
+                    String::new(),
+                    format!("; {observe}{value}; }})"),
+                ),
+            ]
+        }
+        Form::Compound {
+            value: rhs,
+            operator: start,
+        } => {
+            let rhs = function.node(*rhs);
+            vec![
+                Insertion::point(
+                    *start,
+                    format!("= __extension__ ({{ {ty} {value} = {lvalue}; {value} "),
+                ),
+                Insertion::wrap(
+                    rhs.start,
+                    rhs.end,
+                    1,
+                    String::new(),
+                    format!("; {observe}{value}; }})"),
                 ),
             ]
         }
@@ -726,8 +738,8 @@ fn rewrite(
                 init.start,
                 init.end,
                 1,
-                format!("__extension__ ({{ {ty} {value} = ("),
-                format!("); {observe}{value}; }})"),
+                format!("__extension__ ({{ {ty} {value} = "),
+                format!("; {observe}{value}; }})"),
             )]
         }
     }

@@ -296,7 +296,19 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
     let mut output = Vec::with_capacity(text.len() + prelude.len() + insertions.len() * 160);
     output.extend_from_slice(&text[..prelude_at]);
     output.extend_from_slice(prelude.as_bytes());
-    apply_insertions(&mut output, text, prelude_at, text.len(), insertions);
+    let columns = Columns {
+        map: &context.map,
+        text,
+        system: None,
+    };
+    apply_insertions(
+        &mut output,
+        text,
+        prelude_at,
+        text.len(),
+        insertions,
+        Some(&columns),
+    );
     Instrumented {
         text: output,
         site_counts: tables
@@ -312,12 +324,44 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
 /// Copies `text[from..to]` into `output` with the insertions placed: at
 /// one offset closes come first (innermost first), then points, then opens
 /// (outermost first).
+/// Puts the user's text after an insertion back at its own line and
+/// column: a newline, a line marker for its line, and the line's text
+/// before it blanked (each byte a space, tabs kept), so that gcc's
+/// diagnostics on the user's code point where the user wrote it (gcc
+/// counts a line's bytes, or its display columns with tabs to the next
+/// multiple of 8: both are kept, except after a multi-byte character,
+/// whose display width is not its byte count).
+pub(super) struct Columns<'a> {
+    pub(super) map: &'a LineMap,
+    pub(super) text: &'a [u8],
+    /// `Some(flag)`: the text's system-header flag forced (a region's
+    /// fast copy); `None`: its own.
+    pub(super) system: Option<bool>,
+}
+
+impl Columns<'_> {
+    /// The text that puts `offset` back at its line and column.
+    fn restore(&self, offset: usize) -> Option<String> {
+        let presumed = self.map.presumed(offset)?;
+        let marker = self
+            .map
+            .marker_for(offset, self.system.unwrap_or(presumed.system))?;
+        let line_start = self.map.line_start(offset);
+        let padding: String = self.text[line_start..offset]
+            .iter()
+            .map(|&b| if b == b'\t' { '\t' } else { ' ' })
+            .collect();
+        Some(format!("\n{marker}{padding}"))
+    }
+}
+
 fn apply_insertions(
     output: &mut Vec<u8>,
     text: &[u8],
     from: usize,
     to: usize,
     insertions: Vec<Insertion>,
+    columns: Option<&Columns<'_>>,
 ) {
     // (offset, class, -other end, rank, text, bytes replaced)
     let mut events: Vec<(usize, u8, i64, i64, String, usize)> =
@@ -342,11 +386,26 @@ fn apply_insertions(
     }
     events.sort_by_key(|a| (a.0, a.1, a.2, a.3));
     let mut copied = from;
-    for (offset, _, _, _, snippet, replaced) in events {
+    let mut events = events.into_iter().peekable();
+    while let Some((offset, _, _, _, snippet, replaced)) = events.next() {
         let offset = offset.max(from).max(copied).min(to);
         output.extend_from_slice(&text[copied..offset]);
         output.extend_from_slice(snippet.as_bytes());
         copied = (offset + replaced).min(to);
+        // After the last snippet at this place, if the user's text goes on
+        // on this line.
+        let last_here = events
+            .peek()
+            .is_none_or(|next| next.0.max(from).min(to) > offset);
+        if let Some(columns) = columns
+            && last_here
+            && !snippet.is_empty()
+            && copied < to
+            && text[copied] != b'\n'
+            && let Some(restore) = columns.restore(copied)
+        {
+            output.extend_from_slice(restore.as_bytes());
+        }
     }
     output.extend_from_slice(&text[copied..to]);
 }
@@ -878,6 +937,7 @@ mod tests {
                 wrap(6, 7, 1, "r(", ")r"),
                 wrap(11, 11, 0, "P", ""),
             ],
+            None,
         );
         assert_eq!(String::from_utf8(out).unwrap(), "if (B(R(f(r(x)r))R)B) yP;");
     }

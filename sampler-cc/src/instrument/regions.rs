@@ -1642,7 +1642,12 @@ impl Renderer<'_> {
         out.push_str(&presumed);
         out.push_str(&self.padding(start));
         let mut rendered = Vec::with_capacity(end - start + insertions.len() * 24);
-        super::apply_insertions(&mut rendered, text, start, end, insertions);
+        let columns = super::Columns {
+            map: self.map,
+            text,
+            system: Some(system),
+        };
+        super::apply_insertions(&mut rendered, text, start, end, insertions, Some(&columns));
         out.push_str(&String::from_utf8_lossy(&rendered));
         Ok(())
     }

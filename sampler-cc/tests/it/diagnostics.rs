@@ -49,7 +49,7 @@ fn a_global_named_like_a_library_function_is_instrumented() {
             "exp.c",
             &[optimise],
             &[
-                "exp.c:1: warning: built-in function ‘exp’ declared as non-function \
+                "exp.c:1:15: warning: built-in function ‘exp’ declared as non-function \
                [-Wbuiltin-declaration-mismatch]",
             ],
         );
@@ -106,9 +106,9 @@ fn set_but_unused_variables_keep_their_warnings() {
             "unused.c",
             &[optimise],
             &[
-                "unused.c:10: warning: unused variable ‘never’ [-Wunused-variable]",
-                "unused.c:6: warning: variable ‘last’ set but not used [-Wunused-but-set-variable]",
-                "unused.c:5: warning: variable ‘tmp’ set but not used [-Wunused-but-set-variable]",
+                "unused.c:10:9: warning: unused variable ‘never’ [-Wunused-variable]",
+                "unused.c:6:18: warning: variable ‘last’ set but not used [-Wunused-but-set-variable]",
+                "unused.c:5:10: warning: variable ‘tmp’ set but not used [-Wunused-but-set-variable]",
             ],
         );
     }
@@ -226,19 +226,19 @@ fn implicit_declarations_are_reported_as_gcc_does() {
             "implicit.c",
             &[optimise],
             &[
-                "implicit.c:3: warning: implicit declaration of function ‘strlen’ \
+                "implicit.c:3:13: warning: implicit declaration of function ‘strlen’ \
                  [-Wimplicit-function-declaration]",
-                "implicit.c:3: warning: incompatible implicit declaration of built-in function \
+                "implicit.c:3:13: warning: incompatible implicit declaration of built-in function \
                  ‘strlen’ [-Wbuiltin-declaration-mismatch]",
-                "implicit.c:4: warning: implicit declaration of function ‘atoi’ \
+                "implicit.c:4:22: warning: implicit declaration of function ‘atoi’ \
                  [-Wimplicit-function-declaration]",
-                "implicit.c:6: warning: implicit declaration of function ‘abs’ \
+                "implicit.c:6:9: warning: implicit declaration of function ‘abs’ \
                  [-Wimplicit-function-declaration]",
-                "implicit.c:8: warning: implicit declaration of function ‘labs’ \
+                "implicit.c:8:21: warning: implicit declaration of function ‘labs’ \
                  [-Wimplicit-function-declaration]",
-                "implicit.c:8: warning: incompatible implicit declaration of built-in function \
+                "implicit.c:8:21: warning: incompatible implicit declaration of built-in function \
                  ‘labs’ [-Wbuiltin-declaration-mismatch]",
-                "implicit.c:12: warning: incompatible implicit declaration of built-in function \
+                "implicit.c:12:12: warning: incompatible implicit declaration of built-in function \
                  ‘strlen’ [-Wbuiltin-declaration-mismatch]",
             ],
         );
@@ -292,7 +292,41 @@ fn external_globals_compared_and_unread_statics_warned() {
             &lab,
             "lib.c",
             &[optimise],
-            &["lib.c:5: warning: ‘s_unread’ defined but not used [-Wunused-variable]"],
+            &["lib.c:5:12: warning: ‘s_unread’ defined but not used [-Wunused-variable]"],
         );
     }
+}
+
+/// Columns: warnings on instrumented lines, after tabs and after runs of
+/// spaces that gcc's preprocessor collapses, point where gcc points when
+/// it compiles the file itself. (Not inside macro expansions: gcc places
+/// those at the macro's definition, which a `.i` no longer knows;
+/// ARCHITECTURE.md, "Columns".)
+#[test]
+fn warnings_keep_their_columns() {
+    let lab = Lab::new();
+    lab.write(
+        "columns.c",
+        "int g;\n\
+         int f(int a, unsigned b, long w)\n\
+         {\n\
+         \tint x = 0;      char c;\n\
+         \tif (a > 3   &&   b < 2u) x = a + 1;\n\
+         \tc   =   x * 1000;\n\
+         \tx +=    w;\n\
+         \tif (a < b)   return c;\n\
+         \tg = (int)w;\n\
+         \treturn x + c;\n\
+         }\n",
+    );
+    same_warnings(
+        &lab,
+        "columns.c",
+        &["-O2", "-Wconversion", "-Wsign-compare"],
+        &[
+            "columns.c:6:17: warning: conversion from ‘int’ to ‘char’ may change value [-Wconversion]",
+            "columns.c:7:17: warning: conversion from ‘long int’ to ‘int’ may change value [-Wconversion]",
+            "columns.c:8:15: warning: comparison of integer expressions of different signedness: ‘int’ and ‘unsigned int’ [-Wsign-compare]",
+        ],
+    );
 }

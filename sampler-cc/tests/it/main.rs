@@ -185,18 +185,12 @@ fn lines(lines: &[&str]) -> String {
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
 
-/// Diagnostics as (file, line, message), without the columns that
-/// insertions on a line move.
+/// Diagnostics as `file:line:column: message`: sampler-cc keeps the
+/// user's columns (ARCHITECTURE.md, "Columns").
 fn diagnostics(stderr: &[u8]) -> Vec<String> {
     String::from_utf8_lossy(stderr)
         .lines()
         .filter(|line| line.contains(": warning: ") || line.contains(": error: "))
-        .map(|line| {
-            let mut parts = line.splitn(4, ':');
-            let file = parts.next().unwrap_or_default();
-            let line_number = parts.next().unwrap_or_default();
-            let _column = parts.next();
-            format!("{file}:{line_number}:{}", parts.next().unwrap_or_default())
-        })
+        .map(str::to_owned)
         .collect()
 }

@@ -297,6 +297,23 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     }
 }
 
+/// `file:line:column: message` diagnostics as `file:line: message`.
+fn without_columns(diagnostics: &[String]) -> Vec<String> {
+    diagnostics
+        .iter()
+        .map(|line| {
+            let mut parts = line.splitn(4, ':');
+            let (file, number, _column) = (parts.next(), parts.next(), parts.next());
+            format!(
+                "{}:{}:{}",
+                file.unwrap_or_default(),
+                number.unwrap_or_default(),
+                parts.next().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
 /// Whether the counters of sampling every event equal those of counting
 /// every event, except that the `local-uninit` comparisons of one build,
 /// with indeterminate values (stack contents that depend on the code of
@@ -346,7 +363,18 @@ fn sampled_tricky_is_equivalent(
         .find_map(|line| line.split_once("; regions: "))
         .map(|(_, rest)| rest.split("; front end").next().unwrap().to_owned());
     assert_eq!(found.as_deref(), Some(stats), "{stderr}");
-    assert_eq!(diagnostics(&output.stderr), warnings, "{form}: {stderr}");
+    if form == "-fsample-sites" {
+        // The comparison form's per-site checks end a cloned `case` arm
+        // with a statement of its own, where gcc's "may fall through"
+        // points (ARCHITECTURE.md, "Columns"): lines and messages only.
+        assert_eq!(
+            without_columns(&diagnostics(&output.stderr)),
+            without_columns(warnings),
+            "{form}: {stderr}"
+        );
+    } else {
+        assert_eq!(diagnostics(&output.stderr), warnings, "{form}: {stderr}");
+    }
 
     // Every event observed: the counters are exact.
     let ones = run_with_status(lab, "sampled", "ones", &[("SAMPLER_SPARSITY", "1")]);
