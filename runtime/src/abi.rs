@@ -55,9 +55,14 @@ pub unsafe extern "C" fn cbi__sample_slow(
     }
     // SAFETY: per the contract, `capacity` ints that only we use now.
     let gaps = unsafe { std::slice::from_raw_parts_mut(gaps, capacity as usize) };
+    // SAFETY: per the contract, valid for reads. A thread's countdown
+    // starts at 0, so at its first event it holds minus the decrement of
+    // the site or region that ran it out (its scale).
+    let before = unsafe { countdown.read() };
+    let events = i32::try_from(-i64::from(before)).unwrap_or(i32::MAX);
     let expiry = guarded(Expiry::OFF, || {
         let runtime = runtime();
-        countdown::expire(gaps, &runtime.generator, runtime.seed)
+        countdown::expire(gaps, &runtime.generator, runtime.seed, events)
     });
     // SAFETY: per the contract, valid for writes. `countdown` is written,
     // never referenced: instrumented code in a signal handler may

@@ -212,7 +212,23 @@ impl Expiry {
 /// no gap drawn in advance left. Decides whether the current event is
 /// sampled and which countdown follows, and draws the next `gaps.len()`
 /// gaps in advance, all from the thread's stream in the order of use.
-pub(crate) fn expire(gaps: &mut [i32], generator: &Generator, seed: Option<u64>) -> Expiry {
+///
+/// `events` is how many events the site or region that ran the countdown
+/// out stands for (its *scale*, `-fsampler-rates`: the countdown went from
+/// 0 to `-events` at a thread's first event). It matters only for that
+/// first event, which starts the thread's stream: the execution is sampled
+/// when the first gap falls within its `events` events, with probability
+/// `1 − (1 − 1/D)^events` as for any other execution of that scale, and
+/// otherwise leaves the gap minus its events. Later, the countdown running
+/// out means the gap ended within the execution, however far below 1 it
+/// went.
+pub(crate) fn expire(
+    gaps: &mut [i32],
+    generator: &Generator,
+    seed: Option<u64>,
+    events: i32,
+) -> Expiry {
+    let events = events.max(1);
     if matches!(generator, Generator::Off) {
         return Expiry::OFF;
     }
@@ -228,10 +244,10 @@ pub(crate) fn expire(gaps: &mut [i32], generator: &Generator, seed: Option<u64>)
                 crate::crash::prepare_thread();
                 crate::trace::prepare_thread();
                 let first = stream.first(generator);
-                if first == 1 {
+                if first <= events {
                     (true, stream.draw(generator), stream)
                 } else {
-                    (false, first - 1, stream)
+                    (false, first - events, stream)
                 }
             }
             Some(stream) => {
@@ -328,12 +344,12 @@ mod tests {
     /// time from the same stream, across refills.
     fn countdowns_through_the_batch(generator: &Generator, n: usize) -> (Expiry, Vec<i32>, u64) {
         let mut gaps = [0i32; 5];
-        let first = expire(&mut gaps, generator, Some(99));
+        let first = expire(&mut gaps, generator, Some(99), 1);
         let mut left = first.n_gaps;
         let mut countdowns = vec![first.countdown];
         while countdowns.len() < n {
             if left == 0 {
-                let expiry = expire(&mut gaps, generator, Some(99));
+                let expiry = expire(&mut gaps, generator, Some(99), 1);
                 assert!(expiry.sampled);
                 assert_eq!(expiry.n_gaps, gaps.len());
                 countdowns.push(expiry.countdown);
@@ -345,6 +361,37 @@ mod tests {
         }
         let thread_number = STREAM.with(|cell| cell.borrow().as_ref().unwrap().thread_number);
         (first, countdowns, thread_number)
+    }
+
+    #[test]
+    fn a_threads_first_execution_of_scale_s_is_sampled_when_its_gap_falls_within_s() {
+        // A fixed period of 4 starts each thread at a random phase 1..=4:
+        // an execution standing for 4 events is always sampled; one
+        // standing for 3 leaves the gap minus 3 when it is not.
+        let generator = Generator::Fixed(4);
+        for (events, always) in [(4, true), (3, false)] {
+            let mut sampled = 0;
+            for _ in 0..200 {
+                let expiry = std::thread::scope(|scope| {
+                    scope
+                        .spawn(|| expire(&mut [0i32; 2], &generator, None, events))
+                        .join()
+                        .unwrap()
+                });
+                if expiry.sampled {
+                    sampled += 1;
+                    assert_eq!(expiry.countdown, 4);
+                } else {
+                    assert_eq!((events, expiry.countdown), (3, 1));
+                }
+            }
+            if always {
+                assert_eq!(sampled, 200);
+            } else {
+                // 3/4 of the threads: far from 0 and 200.
+                assert!((100..200).contains(&sampled), "{sampled}");
+            }
+        }
     }
 
     #[test]
