@@ -159,7 +159,12 @@ pub async fn resolve(store: &Store, trace: &Trace) -> anyhow::Result<ResolvedTra
             }
         })
         .collect();
-    threads.sort_by_key(|thread| (thread.state != "crashing", thread.thread));
+    threads.sort_by_key(|thread| {
+        (
+            thread.state != "crashing" && thread.state != "exiting",
+            thread.thread,
+        )
+    });
     Ok(ResolvedTrace {
         clock: trace.clock.name.clone(),
         threads,

@@ -42,8 +42,7 @@ pub const TRACE_REPORT_ID: &str = "trace";
 pub const TRACE_VERSION: u32 = 1;
 
 const RECORD_SHAPE: &str = "TABLE<TAB>SITE<TAB>SLOT<TAB>SEQUENCE<TAB>TIME";
-const THREAD_SHAPE: &str =
-    "`thread<TAB>TID<TAB>crashing|live|exited<TAB>RECORDS<TAB>FIRST-SEQUENCE<TAB>FIRST-TIME`";
+const THREAD_SHAPE: &str = "`thread<TAB>TID<TAB>crashing|exiting|live|exited<TAB>RECORDS<TAB>FIRST-SEQUENCE<TAB>FIRST-TIME`";
 const TABLE_SHAPE: &str = "`table<TAB>INDEX<TAB><32 hex digits><TAB><scheme>`";
 const CLOCK_SHAPE: &str = "`clock<TAB>NAME<TAB>TICKS-PER-SECOND`";
 
@@ -76,6 +75,10 @@ pub enum ThreadState {
     /// The thread that received the fatal signal (or that asked for an
     /// interim report); at most one per trace.
     Crashing,
+    /// The thread that ended the process normally (`exit`), in the trace
+    /// of the final report; at most one per trace, and never with a
+    /// crashing one.
+    Exiting,
     /// Any other thread still running.
     Live,
     /// A thread that had exited, whose last records were kept.
@@ -84,12 +87,13 @@ pub enum ThreadState {
 
 impl ThreadState {
     /// Every state, in the order the format documents them.
-    pub const ALL: [Self; 3] = [Self::Crashing, Self::Live, Self::Exited];
+    pub const ALL: [Self; 4] = [Self::Crashing, Self::Exiting, Self::Live, Self::Exited];
 
     /// The keyword of the `thread` line.
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Crashing => "crashing",
+            Self::Exiting => "exiting",
             Self::Live => "live",
             Self::Exited => "exited",
         }
@@ -97,6 +101,11 @@ impl ThreadState {
 
     fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|state| state.as_str() == text)
+    }
+
+    /// Whether the thread wrote the report: crashing or exiting.
+    pub const fn is_reporting(self) -> bool {
+        matches!(self, Self::Crashing | Self::Exiting)
     }
 }
 
@@ -331,11 +340,14 @@ impl TraceParser {
         let Some(header) = header else {
             return Err(ReadError::unexpected(line, THREAD_SHAPE, text));
         };
-        if header.state == ThreadState::Crashing {
+        if header.state.is_reporting() {
             if let Some(first) = self.crashing_line {
                 return Err(ReadError::invalid(
                     line,
-                    format!("a second crashing thread: the thread at line {first} is crashing"),
+                    format!(
+                        "a second {} thread: the thread at line {first} already wrote the report",
+                        header.state
+                    ),
                 ));
             }
             self.crashing_line = Some(line);
@@ -806,13 +818,13 @@ mod tests {
         );
         assert_eq!(
             error_of(&body("thread\t7\tlive\t0\t0\t0\n0\t0\t0\t0\t0\n")),
-            "line 6: expected `thread<TAB>TID<TAB>crashing|live|exited<TAB>RECORDS<TAB>FIRST-SEQUENCE<TAB>FIRST-TIME`: the block at line 5 has its 0 records, found \"0\\t0\\t0\\t0\\t0\""
+            "line 6: expected `thread<TAB>TID<TAB>crashing|exiting|live|exited<TAB>RECORDS<TAB>FIRST-SEQUENCE<TAB>FIRST-TIME`: the block at line 5 has its 0 records, found \"0\\t0\\t0\\t0\\t0\""
         );
         assert_eq!(
             error_of(&body(
                 "thread\t7\tcrashing\t0\t0\t0\nthread\t8\tcrashing\t0\t0\t0\n"
             )),
-            "line 6: a second crashing thread: the thread at line 5 is crashing"
+            "line 6: a second crashing thread: the thread at line 5 already wrote the report"
         );
         assert_eq!(
             error_of("<report id=\"trace\">\nversion\t1\n</report>\n"),

@@ -66,10 +66,10 @@ fn trace() -> impl Strategy<Value = Trace> {
         });
     (clock, proptest::collection::vec(key(), 0..4)).prop_flat_map(|(clock, tables)| {
         proptest::collection::vec(thread(tables.clone()), 0..4).prop_map(move |mut threads| {
-            // At most one crashing thread.
+            // At most one thread that wrote the report.
             let mut seen_crashing = false;
             for thread in &mut threads {
-                if thread.state == ThreadState::Crashing {
+                if thread.state.is_reporting() {
                     if seen_crashing {
                         thread.state = ThreadState::Live;
                     }

@@ -13,9 +13,7 @@
 
 use std::io::{BufRead, Write};
 
-use sampler_formats::{
-    ReadError, SchemeName, SectionKey, ThreadState, TraceClock, TraceEvent, TraceReader,
-};
+use sampler_formats::{ReadError, SchemeName, SectionKey, TraceClock, TraceEvent, TraceReader};
 
 use crate::site_store::{SiteStore, SiteTable};
 
@@ -106,7 +104,7 @@ pub fn resolve_trace(
             }
             TraceEvent::Thread(header) => pending
                 .blocks
-                .push((header.thread, header.state == ThreadState::Crashing)),
+                .push((header.thread, header.state.is_reporting())),
             TraceEvent::Record(record) => {
                 let line = reader.line_number();
                 let table = record.table as usize;

@@ -108,7 +108,7 @@ fn write_crash_report(fd: c_int) {
     sys::write_backtrace_symbols(&frames[..n_frames], out.fd());
     out.bytes(b"</report>\n");
     write_modules(&mut out);
-    crate::trace::write(&mut out, sys::gettid());
+    crate::trace::write(&mut out, sys::gettid(), crate::trace::Reporting::Crash);
     out.flush();
 }
 

@@ -253,7 +253,9 @@ fn write_samples_block(out: &mut FdWriter<'_>, units: &mut dyn FnMut(&mut FdWrit
     out.flush();
 }
 
-/// The final report at normal exit: every registered unit, once.
+/// The final report at normal exit: every registered unit, once; then,
+/// with `SAMPLER_TRACE`, the trace (the exiting thread marked `exiting`),
+/// so that runs that end well have their last events too.
 pub(crate) fn write_final() {
     let Some(fd) = owned_fd() else { return };
     let Some(_guard) = WriterGuard::acquire(None) else {
@@ -266,6 +268,9 @@ pub(crate) fn write_final() {
     let mut out = FdWriter::new(fd, &mut buffer);
     write_samples_block(&mut out, &mut |out| {
         registry::for_each_locked(&mut |unit| write_unit(out, unit, false));
+    });
+    registry::locked(|| {
+        crate::trace::write(&mut out, sys::gettid(), crate::trace::Reporting::Exit);
     });
 }
 
@@ -286,7 +291,9 @@ fn write_block_before_final(units: &mut dyn FnMut(&mut FdWriter<'_>), with_trace
     if with_trace {
         // Under the registry lock, so the `table` lines and the records'
         // table indices see the same units.
-        registry::locked(|| crate::trace::write(&mut out, sys::gettid()));
+        registry::locked(|| {
+            crate::trace::write(&mut out, sys::gettid(), crate::trace::Reporting::Crash);
+        });
     }
 }
 

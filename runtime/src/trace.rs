@@ -452,12 +452,25 @@ impl Ring {
     }
 }
 
+/// Which thread writes the report, for its block's state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Reporting {
+    /// A fatal signal, or an interim report: `crashing`.
+    Crash,
+    /// The final report at a normal exit: `exiting`.
+    Exit,
+}
+
 /// Writes `<report id="trace">`, when tracing is on: the tables of every
 /// registered unit, then the block of the thread `crashing` (the one that
-/// received the signal or asked for the report; written even without
-/// records), the live threads and the exited ones. The caller holds the
-/// `WriterGuard`. Async-signal-safe.
-pub(crate) fn write(out: &mut FdWriter<'_>, crashing: i32) {
+/// received the signal, asked for the report or is exiting; written even
+/// without records, with `reporting`'s state), the live threads and the
+/// exited ones. The caller holds the `WriterGuard`. Async-signal-safe.
+pub(crate) fn write(out: &mut FdWriter<'_>, crashing: i32, reporting: Reporting) {
+    let state: &[u8] = match reporting {
+        Reporting::Crash => b"crashing",
+        Reporting::Exit => b"exiting",
+    };
     let Some(snapshot) = SNAPSHOT.get() else {
         return;
     };
@@ -484,25 +497,43 @@ pub(crate) fn write(out: &mut FdWriter<'_>, crashing: i32) {
             index += 1;
         }
     });
-    let mut crashing_written = false;
+    // The reporting thread's ring: live, or at exit, where the thread's
+    // own thread-local destructors ran before the exit handlers, marked
+    // exited (the newest one of that tid).
+    let mut reporting_ring: Option<&'static Ring> = None;
     for_each_ring(&mut |ring| {
-        if ring.state.load(Ordering::Acquire) == LIVE
-            && ring.tid.load(Ordering::Relaxed) == crashing
-            && !crashing_written
-        {
-            write_block(out, ring, b"crashing", snapshot);
-            crashing_written = true;
+        if ring.tid.load(Ordering::Relaxed) != crashing {
+            return;
+        }
+        match ring.state.load(Ordering::Acquire) {
+            LIVE => reporting_ring = Some(ring),
+            EXITED if matches!(reporting, Reporting::Exit) => {
+                let newer = reporting_ring.is_none_or(|found| {
+                    found.state.load(Ordering::Relaxed) == EXITED
+                        && found.exited_at.load(Ordering::Relaxed)
+                            < ring.exited_at.load(Ordering::Relaxed)
+                });
+                if newer {
+                    reporting_ring = Some(ring);
+                }
+            }
+            _ => {}
         }
     });
-    if !crashing_written {
-        out.bytes(b"thread\t");
-        out.decimal(crashing);
-        out.bytes(b"\tcrashing\t0\t0\t0\n");
+    match reporting_ring {
+        Some(ring) => write_block(out, ring, state, snapshot),
+        None => {
+            out.bytes(b"thread\t");
+            out.decimal(crashing);
+            out.bytes(b"\t");
+            out.bytes(state);
+            out.bytes(b"\t0\t0\t0\n");
+        }
     }
     for (state, name) in [(LIVE, &b"live"[..]), (EXITED, &b"exited"[..])] {
         for_each_ring(&mut |ring| {
             if ring.state.load(Ordering::Acquire) == state
-                && (state != LIVE || ring.tid.load(Ordering::Relaxed) != crashing)
+                && reporting_ring.is_none_or(|reporting| !ptr::eq(reporting, ring))
             {
                 write_block(out, ring, name, snapshot);
             }

@@ -101,7 +101,18 @@ fn check_clock(trace: &Trace, text: &str) {
 fn check_trace(text: &str, output: &Output, ring: u64) {
     let traces = Trace::read_all(text.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(traces.len(), 1, "{text}");
-    let trace = &traces[0];
+    check_one_trace(&traces[0], text, output, ring, ThreadState::Crashing);
+}
+
+/// [`check_trace`] for one of the report's traces, main's block in state
+/// `main_state`.
+fn check_one_trace(
+    trace: &Trace,
+    text: &str,
+    output: &Output,
+    ring: u64,
+    main_state: ThreadState,
+) {
     check_clock(trace, text);
     let tids = tids(output);
     let last = |n: u64| n.saturating_sub(ring)..n;
@@ -109,7 +120,7 @@ fn check_trace(text: &str, output: &Output, ring: u64) {
     let main_base = EXITED_RECORDS + WORKERS * WORKER_RECORDS;
     let mut wanted = vec![(
         tids[&("main".to_owned(), 0)],
-        ThreadState::Crashing,
+        main_state,
         expected(last(MAIN_RECORDS), |k| main_base + k),
     )];
     for w in 0..WORKERS {
@@ -218,13 +229,18 @@ fn an_interim_report_writes_the_trace_after_the_samples() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = lab.read("run.report");
     let report = parse(&text);
-    // The interim report, then the final samples at exit.
+    // The interim report, then the final samples and trace at exit, where
+    // main, which ended the process, is `exiting` (its ring kept its
+    // records: nothing was observed after the interim report).
     assert_eq!(
         subreport_ids(&report),
-        ["samples", "trace", "samples"],
+        ["samples", "trace", "samples", "trace"],
         "{text}"
     );
-    check_trace(&text, &output, 4);
+    let traces = Trace::read_all(text.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(traces.len(), 2, "{text}");
+    check_one_trace(&traces[0], &text, &output, 4, ThreadState::Crashing);
+    check_one_trace(&traces[1], &text, &output, 4, ThreadState::Exiting);
 }
 
 #[test]
