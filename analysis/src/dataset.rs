@@ -42,11 +42,37 @@ pub struct Predicate {
 }
 
 impl Predicate {
-    /// The predicate as C text.
+    /// The predicate as C text; a tail predicate (see [`tail_scheme`])
+    /// says so after it.
     pub fn text(&self, sites: &[Site]) -> String {
         let site = &sites[self.site];
         let fields: Vec<&str> = site.fields.iter().map(String::as_str).collect();
-        self.shape.text.render(&fields, &site.function)
+        let text = self.shape.text.render(&fields, &site.function);
+        match split_tail(&site.scheme) {
+            (_, Some(events)) => format!("{text} in the last {events} events"),
+            (_, None) => text,
+        }
+    }
+}
+
+/// The scheme name of the *tail* predicates of `scheme` over the last
+/// `events` sampled observations of a run (`sampler-analyze --last K`,
+/// from the runs' `trace` subreports): `branches--last64`. Real scheme
+/// names have no double dash.
+pub fn tail_scheme(scheme: &str, events: u32) -> String {
+    format!("{scheme}{TAIL_SEPARATOR}{events}")
+}
+
+const TAIL_SEPARATOR: &str = "--last";
+
+/// A scheme name's base scheme, and its window for a tail scheme.
+pub fn split_tail(scheme: &str) -> (&str, Option<u32>) {
+    match scheme.split_once(TAIL_SEPARATOR) {
+        Some((base, events)) => match events.parse() {
+            Ok(events) => (base, Some(events)),
+            Err(_) => (scheme, None),
+        },
+        None => (scheme, None),
     }
 }
 
@@ -82,6 +108,9 @@ pub struct Dataset {
     pending: Vec<Vec<(u32, u16)>>,
     pending_sites: Vec<u32>,
     pending_block: Option<u32>,
+    /// With `--last K`: each counter table is also the table of its tail
+    /// scheme, whose predicates held among a run's last K observations.
+    tail: Option<u32>,
 }
 
 /// Rows are turned into bitmaps per block of 2^15 runs (half a roaring
@@ -94,12 +123,26 @@ impl Dataset {
         Self::default()
     }
 
+    /// An empty dataset whose site tables also make the tail predicates of
+    /// the last `events` observations of each run ([`tail_scheme`]).
+    pub fn with_tail(events: u32) -> Self {
+        Self {
+            tail: Some(events),
+            ..Self::default()
+        }
+    }
+
+    /// The window of the tail predicates, if any.
+    pub fn tail(&self) -> Option<u32> {
+        self.tail
+    }
+
     /// Adds the site tables in `text` (one or more `<sites>` sections).
     pub fn add_site_tables(&mut self, text: &str) -> Result<(), sampler_formats::ReadError> {
         let mut reader = SiteTableReader::new(text.as_bytes());
         while let Some(section) = reader.next_section()? {
             let scheme = section.key.scheme.as_str().to_owned();
-            let ids = section
+            let ids: Arc<[u32]> = section
                 .sites
                 .iter()
                 .map(|site| {
@@ -113,6 +156,31 @@ impl Dataset {
                     })
                 })
                 .collect();
+            let tail = self.tail.filter(|_| {
+                matches!(
+                    section.key.scheme.sample_kind(),
+                    Some(SampleKind::Counters(_))
+                )
+            });
+            if let Some(events) = tail {
+                let tail_ids: Arc<[u32]> = ids
+                    .iter()
+                    .map(|&id| {
+                        let site = Site {
+                            scheme: tail_scheme(&scheme, events),
+                            ..self.sites[id as usize].clone()
+                        };
+                        self.merged(site)
+                    })
+                    .collect();
+                if let Ok(tail_name) = tail_scheme(&scheme, events).parse::<SchemeName>() {
+                    let key = SectionKey {
+                        unit: section.key.unit,
+                        scheme: tail_name,
+                    };
+                    Arc::make_mut(&mut self.tables).insert(key, tail_ids);
+                }
+            }
             Arc::make_mut(&mut self.tables).insert(section.key, ids);
         }
         Ok(())
@@ -125,8 +193,8 @@ impl Dataset {
         let id = self.sites.len();
         // Unknown schemes have no known arity until a run shows one: they
         // get no predicates.
-        let arity = match site
-            .scheme
+        let (base, _) = split_tail(&site.scheme);
+        let arity = match base
             .parse::<SchemeName>()
             .ok()
             .and_then(|name| name.sample_kind())
@@ -135,7 +203,7 @@ impl Dataset {
             _ => 0,
         };
         let start = self.predicates.len();
-        for shape in shapes(&site.scheme, arity) {
+        for shape in shapes(base, arity) {
             self.predicates.push(Predicate { site: id, shape });
             self.observations.push(Observations::default());
         }
@@ -185,7 +253,7 @@ impl Dataset {
     /// it may be filled on another thread, then given to
     /// [`add_batch`](Self::add_batch).
     pub fn batch(&self) -> Batch {
-        Batch::new(Arc::clone(&self.tables))
+        Batch::new(Arc::clone(&self.tables), self.tail)
     }
 
     /// Adds the runs of `batch` (their numbers above those of earlier
@@ -487,6 +555,8 @@ struct Entry {
 #[derive(Debug)]
 pub struct Batch {
     tables: Arc<Tables>,
+    /// The dataset's tail window ([`Dataset::with_tail`]).
+    tail: Option<u32>,
     runs: Vec<(u32, bool)>,
     entries: Vec<Entry>,
     unresolved_sections: u64,
@@ -536,9 +606,10 @@ impl Batch {
         }
     }
 
-    fn new(tables: Arc<Tables>) -> Self {
+    fn new(tables: Arc<Tables>, tail: Option<u32>) -> Self {
         Batch {
             tables,
+            tail,
             runs: Vec::new(),
             entries: Vec::new(),
             unresolved_sections: 0,
@@ -552,7 +623,13 @@ impl Batch {
 
     /// An empty batch for the same site tables.
     pub fn empty(&self) -> Batch {
-        Batch::new(Arc::clone(&self.tables))
+        Batch::new(Arc::clone(&self.tables), self.tail)
+    }
+
+    /// The window of the tail predicates the batch's runs should get
+    /// ([`crate::tail::tail_samples`]), if any.
+    pub fn tail(&self) -> Option<u32> {
+        self.tail
     }
 
     /// Changes whether the current run failed; `None` leaves it out,

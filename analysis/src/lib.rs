@@ -26,3 +26,4 @@ pub use sampler_formats::predicates;
 pub mod report;
 pub mod run_files;
 pub mod scores;
+pub mod tail;

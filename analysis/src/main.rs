@@ -78,6 +78,13 @@ struct Cli {
     #[arg(long, default_value_t = 20, value_name = "N")]
     top: usize,
 
+    /// Also rank "true in the last K events" predicates: each predicate
+    /// restricted to a run's last K sampled observations, from the runs'
+    /// `trace` subreports (SAMPLER_TRACE; runs without one have none).
+    /// With --runs.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    last: Option<u32>,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -201,7 +208,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let input = &cli.input;
     let mut dataset = match (&input.runs, &input.app) {
         (Some(dir), _) => {
-            let mut dataset = Dataset::new();
+            let mut dataset = match cli.last {
+                Some(events) => Dataset::with_tail(events),
+                None => Dataset::new(),
+            };
             for file in &input.files {
                 run_files::add_site_file(&mut dataset, file)?;
             }
@@ -209,6 +219,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             dataset
         }
         (None, Some(app)) => {
+            if cli.last.is_some() {
+                anyhow::bail!(
+                    "--last reads the runs' traces from run files: use it with --runs (the collector's \
+                     database is not read for traces yet)"
+                );
+            }
             let target = DatabaseTarget::choose(&input.data, input.database.as_deref())?;
             let store = Store::open_read_only(&target).await?;
             let mut selection = collector_db::Selection::default();

@@ -198,6 +198,7 @@ fn read_run_bytes(
     if let Some(outcome) = fast::read(bytes, batch)
         && let Ok(outcome) = self::outcome(&outcome, file)
     {
+        add_tail(batch, bytes, file)?;
         let failed = rule.classify(outcome.exit_status, outcome.exit_signal, None);
         batch.set_outcome(mark, failed);
         return Ok(());
@@ -232,6 +233,21 @@ fn read_run_generally(
     let failed = rule.classify(outcome.exit_status, outcome.exit_signal, None);
     if batch.start_run(run, failed) {
         batch.add_samples(&samples);
+        add_tail(batch, bytes, file)?;
+    }
+    Ok(())
+}
+
+/// With a tail window, the tail predicates of the run's last trace
+/// ([`crate::tail`]) into the current run; a run without a trace has none.
+fn add_tail(batch: &mut Batch, bytes: &[u8], file: &Path) -> anyhow::Result<()> {
+    let Some(events) = batch.tail() else {
+        return Ok(());
+    };
+    let tail = crate::tail::tail_of_report(bytes, events)
+        .map_err(|error| anyhow::anyhow!("{}: trace: {error}", file.display()))?;
+    if let Some(tail) = tail {
+        batch.add_samples(&tail);
     }
     Ok(())
 }
@@ -488,5 +504,76 @@ mod tests {
                 assert!(taken.is_some(), "file {index}: not read in a single pass");
             }
         }
+    }
+
+    /// `--last 2`: the predicates of each run's last two observations (of
+    /// every thread, by sequence number) from its last trace.
+    #[test]
+    fn tail_predicates_come_from_the_last_observations_of_the_last_trace() {
+        let mut dataset = Dataset::with_tail(2);
+        dataset
+            .add_site_tables(&format!(
+                "<sites unit=\"{U1}\" scheme=\"branches\">\n/a.c\t1\tf\t0\tx\n/a.c\t2\tf\t1\ty\n</sites>\n"
+            ))
+            .unwrap();
+        let trace = |threads: &str| {
+            format!(
+                "<report id=\"trace\">\nversion\t1\nclock\tTSC\t1000\ntable\t0\t{U1}\tbranches\n{threads}</report>\n"
+            )
+        };
+        let samples = format!(
+            "<report id=\"samples\">\n<samples unit=\"{U1}\" scheme=\"branches\">\n3\t1\n1\t1\n</samples>\n</report>\n"
+        );
+        let outcome = |signal: u32| {
+            format!(
+                "<report id=\"outcome\">\nreport-id\tx\nexit-status\t0\nexit-signal\t{signal}\n</report>\n"
+            )
+        };
+        // Run 0 crashes: its last two events are (x true, seq 7) in
+        // thread 9 and (y false, seq 8) in thread 8; an interim trace
+        // before is ignored. Run 1 exits: its last two are y true, x false.
+        let runs = [
+            samples.clone()
+                + &trace("thread\t9\tcrashing\t1\t0\t0\n0\t1\t0\t0\t0\n")
+                + &trace(
+                    "thread\t9\tcrashing\t2\t1\t0\n0\t0\t0\t0\t0\n0\t0\t1\t6\t5\nthread\t8\tlive\t2\t2\t0\n0\t1\t1\t0\t0\n0\t1\t0\t6\t3\n",
+                )
+                + &outcome(11),
+            samples.clone()
+                + &trace(
+                    "thread\t4\texiting\t3\t0\t0\n0\t0\t1\t0\t0\n0\t1\t1\t1\t1\n0\t0\t0\t2\t1\n",
+                )
+                + &outcome(0),
+        ];
+        let mut batch = dataset.batch();
+        let rule = FailureRule::default();
+        for (run, text) in runs.iter().enumerate() {
+            read_run_bytes(
+                &mut batch,
+                run as u32,
+                text.as_bytes(),
+                Path::new("x"),
+                &rule,
+            )
+            .unwrap();
+        }
+        dataset.add_batch(batch);
+        dataset.finish();
+        let held = |wanted: &str| -> (Vec<u32>, Vec<u32>) {
+            let index = (0..dataset.predicates.len())
+                .find(|&i| dataset.predicates[i].text(&dataset.sites) == wanted)
+                .unwrap_or_else(|| panic!("no predicate {wanted}"));
+            let observations = &dataset.observations[index];
+            (
+                observations.observed.iter().collect(),
+                observations.held.iter().collect(),
+            )
+        };
+        assert_eq!(held("x in the last 2 events"), (vec![0, 1], vec![0]));
+        assert_eq!(held("!(x) in the last 2 events"), (vec![0, 1], vec![1]));
+        assert_eq!(held("y in the last 2 events"), (vec![0, 1], vec![1]));
+        assert_eq!(held("!(y) in the last 2 events"), (vec![0, 1], vec![0]));
+        // The ordinary predicates are untouched.
+        assert_eq!(held("x"), (vec![0, 1], vec![0, 1]));
     }
 }

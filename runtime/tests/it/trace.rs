@@ -106,13 +106,7 @@ fn check_trace(text: &str, output: &Output, ring: u64) {
 
 /// [`check_trace`] for one of the report's traces, main's block in state
 /// `main_state`.
-fn check_one_trace(
-    trace: &Trace,
-    text: &str,
-    output: &Output,
-    ring: u64,
-    main_state: ThreadState,
-) {
+fn check_one_trace(trace: &Trace, text: &str, output: &Output, ring: u64, main_state: ThreadState) {
     check_clock(trace, text);
     let tids = tids(output);
     let last = |n: u64| n.saturating_sub(ring)..n;
