@@ -31,10 +31,13 @@
 #              GCOV_PREFIX, wiped before each run
 #   nosample   $cc -fno-sample -fsampler-scheme=branches
 #              -fsampler-scheme=returns -fsampler-scheme=scalar-pairs
+#   nosample-br  $cc -fno-sample -fsampler-scheme=branches
+#              -fsampler-scheme=returns (what issue 16 compares with
+#              --coverage: control flow only, as gcov counts)
 #   sampled    $cc with the same schemes, run three times: SAMPLER_SPARSITY=100,
 #              SAMPLER_SPARSITY=1000, and SAMPLER_SPARSITY=1000 with the flight
 #              recorder on at sampler-run's default (SAMPLER_TRACE=64)
-# hence six measured columns: plain, coverage, nosample, sampled-100,
+# hence seven measured columns: plain, coverage, nosample, nosample-br, sampled-100,
 # sampled-1000, traced-1000 (the recorder is off in every other column).
 # Instrumented runs get SAMPLER_SEED=1 and SAMPLER_FILE=/dev/null
 # (a real file in the check run, which must hold non-zero counters). The
@@ -104,8 +107,8 @@ rebuild=false
 workaround=true
 cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
 
-forms=(plain coverage nosample sampled)
-variants=(plain coverage nosample sampled-100 sampled-1000 traced-1000)
+forms=(plain coverage nosample nosample-br sampled)
+variants=(plain coverage nosample nosample-br sampled-100 sampled-1000 traced-1000)
 schemes="-fsampler-scheme=branches -fsampler-scheme=returns -fsampler-scheme=scalar-pairs"
 base_cflags="-O2 -g"
 seed=1
@@ -200,11 +203,12 @@ form_flags() {
         plain) echo "$base_cflags" ;;
         coverage) echo "$base_cflags --coverage" ;;
         nosample) echo "$base_cflags -fno-sample $schemes" ;;
+        nosample-br) echo "$base_cflags -fno-sample -fsampler-scheme=branches -fsampler-scheme=returns" ;;
         sampled) echo "$base_cflags $schemes" ;;
     esac
 }
 variant_form() { case $1 in sampled-* | traced-*) echo sampled ;; *) echo "$1" ;; esac; }
-instrumented() { [[ $1 == nosample || $1 == sampled ]]; }
+instrumented() { [[ $1 == nosample || $1 == nosample-br || $1 == sampled ]]; }
 
 # Identity of the compilers, for the build cache key: sampler-cc and what it
 # runs (its cc1 stage, the runtime it links), and gcc under both.
@@ -556,7 +560,7 @@ run_variant() {
     t=$({ time (
         case $variant in
             coverage) export GCOV_PREFIX=$scratch/gcov ;;
-            nosample) export SAMPLER_FILE=$report SAMPLER_SEED=$seed ;;
+            nosample | nosample-br) export SAMPLER_FILE=$report SAMPLER_SEED=$seed ;;
             sampled-*) export SAMPLER_FILE=$report SAMPLER_SEED=$seed SAMPLER_SPARSITY=${variant#sampled-} ;;
             traced-*) export SAMPLER_FILE=$report SAMPLER_SEED=$seed SAMPLER_SPARSITY=${variant#traced-} SAMPLER_TRACE=$trace ;;
         esac
@@ -606,7 +610,7 @@ check_variants() {
                 local n; n=$(find "$scratch/gcov" -name '*.gcda' 2>/dev/null | wc -l)
                 ((n > 0)) || { echo "    coverage: no .gcda file written" >&2; failed=1; continue; }
                 echo "    $v: output identical to plain's; $n .gcda files written, cpu $cpu s" ;;
-            nosample | sampled-* | traced-*)
+            nosample | nosample-br | sampled-* | traced-*)
                 if [[ ! -s $report ]] || ! awk '/^[0-9]/ { for (i = 1; i <= NF; i++) if ($i != 0) { f = 1; exit } }
                         END { exit !f }' "$report"; then
                     echo "    $v: the report $report is empty or has only zero counters" >&2
