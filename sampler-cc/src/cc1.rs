@@ -154,7 +154,11 @@ fn instrument_file(
     let analysed = started.elapsed();
     let cwd = std::env::current_dir()
         .map_err(|err| format!("cannot read the working directory: {err}"))?;
-    let instrumented = instrument(&text, &unit, options, &cwd)?;
+    let rates = match &options.rates {
+        Some(path) => Some(crate::options::read_rates(path)?),
+        None => None,
+    };
+    let instrumented = instrument(&text, &unit, options, rates.as_ref(), &cwd)?;
     if options.stats {
         let counts: Vec<String> = instrumented
             .site_counts

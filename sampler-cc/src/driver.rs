@@ -118,7 +118,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
     if args.first().map(String::as_str) == Some(PACKAGE_RUNTIME) {
         return package_runtime(&args[1..]);
     }
-    let command = match parse_command(&args) {
+    let mut command = match parse_command(&args) {
         Ok(command) => command,
         Err(err) => {
             eprintln!("sampler-cc: error: {err}");
@@ -145,6 +145,10 @@ pub fn main(args: Vec<String>) -> ExitCode {
         return exec(&program, &real_args, &[]);
     }
     if let Some(reason) = refusal(&real_args, &command) {
+        eprintln!("sampler-cc: error: {reason}");
+        return ExitCode::from(1);
+    }
+    if let Err(reason) = command.options.prepare_rates() {
         eprintln!("sampler-cc: error: {reason}");
         return ExitCode::from(1);
     }

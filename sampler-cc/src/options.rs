@@ -64,6 +64,10 @@ pub struct Options {
     /// `-ftimestamp-first` / `-ftimestamp-last`.
     pub timestamp_first: bool,
     pub timestamp_last: bool,
+    /// `-fsampler-rates=FILE`: each site's countdown scale from a rates
+    /// file (`schema/rates-format.md`); the driver makes the path absolute
+    /// for the `cc1` stage.
+    pub rates: Option<String>,
     /// The flags as given, to pass on to the `cc1` stage.
     pub given: Vec<String>,
 }
@@ -88,6 +92,7 @@ impl Default for Options {
             assign_across_pointer: false,
             timestamp_first: false,
             timestamp_last: false,
+            rates: None,
             given: Vec::new(),
         }
     }
@@ -255,6 +260,16 @@ pub const FLAGS: &[FlagGroup] = &[
                   for its whole execution, every iteration observed when it is sampled (its \
                   fast copy is the plain loop), or one per iteration (default: a loop run once \
                   per run with many iterations is then seen in more runs)",
+    },
+    FlagGroup {
+        flags: &[valued("-fsampler-rates=", "FILE", |o, v| {
+            o.rates = Some(v.into());
+            Ok(())
+        })],
+        meaning: "sample each site at the rate a rates file gives it (sampler-analyze rates, \
+                  sampler-collector rates; schema/rates-format.md): its countdown decrement, and \
+                  a region's the smallest of its sites'; sites not in the file (changed units) \
+                  keep the uniform rate. Not with -fno-sample or -fsample-sites",
     },
     FlagGroup {
         flags: &[
@@ -465,6 +480,42 @@ impl Options {
         true
     }
 
+    /// Checks `-fsampler-rates=FILE` against the other flags and reads the
+    /// file (an error names it, and the line), then names it by its
+    /// absolute path for the `cc1` stage. Rates are refused with
+    /// `-fno-sample` (every event is counted: there is nothing to rate) and
+    /// with `-fsample-sites` (its fast copies decrement per site, which
+    /// scales would have to weigh); `-fno-clone-regions` takes them (every
+    /// site keeps its own check, decremented by its scale).
+    pub fn prepare_rates(&mut self) -> Result<(), String> {
+        let Some(path) = self.rates.clone() else {
+            return Ok(());
+        };
+        if !self.sample {
+            return Err(
+                "-fsampler-rates cannot be used with -fno-sample, which counts every event".into(),
+            );
+        }
+        if self.clone_regions && !self.sample_regions {
+            return Err("-fsampler-rates cannot be used with -fsample-sites (use \
+                        -fsample-regions, the default, or -fno-clone-regions)"
+                .into());
+        }
+        read_rates(&path)?;
+        let absolute = std::path::absolute(&path)
+            .map_err(|err| format!("{path}: {err}"))?
+            .to_string_lossy()
+            .into_owned();
+        let flag = format!("-fsampler-rates={absolute}");
+        for given in &mut self.given {
+            if given.starts_with("-fsampler-rates=") {
+                given.clone_from(&flag);
+            }
+        }
+        self.rates = Some(absolute);
+        Ok(())
+    }
+
     /// The flags as the `cc1` stage receives them.
     pub fn to_env(&self) -> String {
         self.given.join("\n")
@@ -477,6 +528,13 @@ impl Options {
         }
         Ok(options)
     }
+}
+
+/// Reads the rates file at `path`; an error names the file and the line.
+pub fn read_rates(path: &str) -> Result<sampler_formats::Rates, String> {
+    let file = std::fs::File::open(path).map_err(|err| format!("{path}: {err}"))?;
+    sampler_formats::Rates::read(std::io::BufReader::new(file))
+        .map_err(|err| format!("{path}: {err}"))
 }
 
 fn names(schemes: &[Scheme]) -> String {

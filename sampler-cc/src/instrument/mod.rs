@@ -19,15 +19,70 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use md5::{Digest, Md5};
-use sampler_formats::Scheme;
+use sampler_formats::{Rates, Scheme, SectionKey, UnitSignature};
 
 use crate::frontend::{Function, NodeId, NodeKind, Unit, Variable};
 use crate::options::Options;
 use crate::preprocessed::{LineMap, site_text};
 
-/// How a sampled site starts: the per-site countdown check on the global
-/// countdown (regions rewrite it to their local one).
+/// How a sampled site of scale 1 starts: the per-site countdown check on
+/// the global countdown (regions rewrite it to their local one).
 const SAMPLED_CHECK: &str = "(__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample() ? ";
+
+/// How a sampled site of scale s ≥ 2 (`-fsampler-rates`) starts: the
+/// check decrements the countdown by s, `SCALED_CHECK_OPEN s
+/// SCALED_CHECK_CLOSE`.
+const SCALED_CHECK_OPEN: &str = "(__builtin_expect((cbi_countdown -= ";
+const SCALED_CHECK_CLOSE: &str = ") <= 0, 0) && cbi_sample() ? ";
+
+/// How a site of scale 0 (rate 1) starts: counted on every execution,
+/// without a check.
+const ALWAYS: &str = "(1 ? ";
+
+/// The start of a sampled site's code at `scale` on the global countdown.
+fn sampled_check(scale: u32) -> String {
+    match scale {
+        0 => ALWAYS.to_owned(),
+        1 => SAMPLED_CHECK.to_owned(),
+        s => format!("{SCALED_CHECK_OPEN}{s}{SCALED_CHECK_CLOSE}"),
+    }
+}
+
+/// `text` with each check on the global countdown ([`sampled_check`] of
+/// scale 1 or more) replaced by `with(scale)`; scale-0 sites, which have
+/// no check, are left as they are.
+fn rewrite_checks(text: &str, with: &dyn Fn(u32) -> String) -> String {
+    if !text.contains(SAMPLED_CHECK) && !text.contains(SCALED_CHECK_OPEN) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let plain = rest.find(SAMPLED_CHECK);
+        let scaled = rest.find(SCALED_CHECK_OPEN).and_then(|at| {
+            let digits = &rest[at + SCALED_CHECK_OPEN.len()..];
+            let n = digits.bytes().take_while(u8::is_ascii_digit).count();
+            let scale = digits[..n].parse::<u32>().ok()?;
+            digits[n..].starts_with(SCALED_CHECK_CLOSE).then_some((
+                at,
+                SCALED_CHECK_OPEN.len() + n + SCALED_CHECK_CLOSE.len(),
+                scale,
+            ))
+        });
+        let found = match (plain, scaled) {
+            (Some(p), Some(sc)) if sc.0 < p => Some(sc),
+            (Some(p), _) => Some((p, SAMPLED_CHECK.len(), 1)),
+            (None, sc) => sc,
+        };
+        let Some((at, len, scale)) = found else {
+            out.push_str(rest);
+            return out;
+        };
+        out.push_str(&rest[..at]);
+        out.push_str(&with(scale));
+        rest = &rest[at + len..];
+    }
+}
 
 /// Callees whose "result" is not a value worth observing.
 const UNOBSERVED_CALLEE_PREFIXES: [&str; 3] = ["__builtin_", "__atomic_", "__sync_"];
@@ -44,6 +99,9 @@ pub struct Instrumented {
     pub first_error: Option<String>,
     /// What the sampling transform cloned.
     pub regions: RegionStats,
+    /// With `-fsampler-rates`, each scheme's sites' scales as built, in
+    /// the order of the unit's tables.
+    pub scales: Option<Vec<(Scheme, Vec<u32>)>>,
 }
 
 /// One line of a site table, before formatting.
@@ -103,14 +161,16 @@ struct Found {
 }
 
 impl Found {
-    /// Records that `count` sites observe an event each time expression
-    /// `node` is evaluated.
+    /// Records that `count` sites, the last found, observe an event each
+    /// time expression `node` is evaluated.
     fn mark(&mut self, node: NodeId, count: usize, lvalue: bool) {
         if count > 0 {
             self.marks.push(regions::Mark {
                 node,
                 count: count as u32,
                 lvalue,
+                first_site: self.sites.len() - count,
+                scale: 1,
             });
         }
     }
@@ -138,6 +198,9 @@ struct Context<'a> {
     candidate_globals: Vec<&'a Variable>,
     /// The active schemes, in the order of the unit's tables.
     schemes: Vec<Scheme>,
+    /// `-fsampler-rates`: the scale of each site the file lists for this
+    /// unit (others have scale 1).
+    scales: HashMap<(Scheme, usize), u32>,
 }
 
 /// Instruments `text`. Runs on a thread with a deep stack: the data-flow
@@ -147,24 +210,41 @@ pub fn instrument(
     text: &[u8],
     unit: &Unit,
     options: &Options,
+    rates: Option<&Rates>,
     cwd: &Path,
 ) -> Result<Instrumented, String> {
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("instrument".into())
             .stack_size(256 << 20)
-            .spawn_scoped(scope, || instrument_here(text, unit, options, cwd))
+            .spawn_scoped(scope, || instrument_here(text, unit, options, rates, cwd))
             .map_err(|err| format!("cannot start the instrumenter's thread: {err}"))?
             .join()
             .map_err(|_| "internal error: the instrumenter panicked".to_owned())
     })
 }
 
-fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> Instrumented {
+fn instrument_here(
+    text: &[u8],
+    unit: &Unit,
+    options: &Options,
+    rates: Option<&Rates>,
+    cwd: &Path,
+) -> Instrumented {
     let signature: String = Md5::digest(text)
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect();
+    let schemes = options.active_schemes();
+    let mut scales = HashMap::new();
+    if let (Some(rates), Ok(unit_signature)) = (rates, signature.parse::<UnitSignature>()) {
+        for &scheme in &schemes {
+            let key = SectionKey::new(unit_signature, scheme);
+            for line in rates.section(&key) {
+                scales.insert((scheme, line.site as usize), line.scale);
+            }
+        }
+    }
     let map = LineMap::new(text);
     let user_reads = accesses::user_reads(unit);
     let candidate_globals = unit
@@ -185,9 +265,9 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
         user_reads,
         globals: unit.globals.iter().map(|v| (v.key, v)).collect(),
         candidate_globals,
-        schemes: options.active_schemes(),
+        schemes: schemes.clone(),
+        scales,
     };
-    let schemes = context.schemes.clone();
     let mut tables: Vec<(Scheme, Vec<Site>)> = schemes.iter().map(|&s| (s, Vec::new())).collect();
     let mut insertions = Vec::new();
     let mut functions_with_errors = Vec::new();
@@ -252,13 +332,25 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
             },
             &mut found,
         );
+        let mut ids = Vec::with_capacity(found.sites.len());
         for (scheme, site) in std::mem::take(&mut found.sites) {
             if let Some((_, sites)) = tables.iter_mut().find(|(s, _)| *s == scheme) {
+                ids.push((scheme, sites.len()));
                 sites.push(site);
             }
         }
-        found_per_function.push((function, found));
+        // A mark's scale is the smallest of its sites'.
+        for mark in &mut found.marks {
+            mark.scale = ids[mark.first_site..mark.first_site + mark.count as usize]
+                .iter()
+                .map(|&(scheme, id)| context.scale(scheme, id))
+                .min()
+                .unwrap_or(1);
+        }
+        found_per_function.push((function, found, ids));
     }
+    // The scale each site is built with: its own, or its region's.
+    let mut built_scales = context.scales.clone();
 
     // The sampling transform: fast and slow copies of regions, which need
     // to know which calls may run sites.
@@ -266,13 +358,14 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
     if options.sample && options.clone_regions {
         let with_sites: HashSet<&str> = found_per_function
             .iter()
-            .filter(|(_, found)| !found.marks.is_empty() || !found.insertions.is_empty())
-            .map(|(function, _)| function.name.as_str())
+            .filter(|(_, found, _)| !found.marks.is_empty() || !found.insertions.is_empty())
+            .map(|(function, _, _)| function.name.as_str())
             .collect();
         let weighty = weighty::Weighty::new(unit, &with_sites);
         let is_weighty = |call: &crate::frontend::Call| weighty.is_weighty(call);
         let mut next_region = 0;
-        for (function, found) in &mut found_per_function {
+        for (function, found, ids) in &mut found_per_function {
+            let mut in_regions = Vec::new();
             regions::clone_regions(
                 function,
                 text,
@@ -284,14 +377,32 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
                 &mut found.insertions,
                 &mut next_region,
                 &mut regions,
+                &mut in_regions,
             );
+            for (mark, scale) in in_regions {
+                let mark = &found.marks[mark];
+                for &(scheme, id) in &ids[mark.first_site..mark.first_site + mark.count as usize] {
+                    built_scales.insert((scheme, id), scale);
+                }
+            }
         }
     }
-    for (_, found) in found_per_function {
+    for (_, found, _) in found_per_function {
         insertions.extend(found.insertions);
     }
+    let scales = rates.map(|_| {
+        tables
+            .iter()
+            .map(|(scheme, sites)| {
+                let scales = (0..sites.len())
+                    .map(|id| built_scales.get(&(*scheme, id)).copied().unwrap_or(1))
+                    .collect();
+                (*scheme, scales)
+            })
+            .collect::<Vec<_>>()
+    });
 
-    let prelude = context.prelude(&signature, &tables);
+    let prelude = context.prelude(&signature, &tables, scales.as_deref());
     let prelude_at = context.map.after_first_line(text.len());
     let mut output = Vec::with_capacity(text.len() + prelude.len() + insertions.len() * 160);
     output.extend_from_slice(&text[..prelude_at]);
@@ -318,6 +429,7 @@ fn instrument_here(text: &[u8], unit: &Unit, options: &Options, cwd: &Path) -> I
         functions_with_errors,
         first_error,
         regions,
+        scales,
     }
 }
 
@@ -470,10 +582,22 @@ impl Context<'_> {
             action.to_owned()
         };
         if self.options.sample {
-            format!("{SAMPLED_CHECK}{action} : (void)0)")
+            format!(
+                "{}{action} : (void)0)",
+                sampled_check(self.scale(scheme, id))
+            )
         } else {
             action
         }
+    }
+
+    /// The scale site `id` of `scheme` asks for: the rates file's, else 1.
+    /// `bounds` sites keep 1: their values are not counts.
+    fn scale(&self, scheme: Scheme, id: usize) -> u32 {
+        if scheme == Scheme::Bounds {
+            return 1;
+        }
+        self.scales.get(&(scheme, id)).copied().unwrap_or(1)
     }
 
     /// Adds one to counter `selector` of site `id`: atomically where the
@@ -641,7 +765,12 @@ impl Context<'_> {
 
     /// Declarations of the runtime's interface, the unit's counters and
     /// descriptor, its registration, and its site tables.
-    fn prelude(&self, signature: &str, tables: &[(Scheme, Vec<Site>)]) -> String {
+    fn prelude(
+        &self,
+        signature: &str,
+        tables: &[(Scheme, Vec<Site>)],
+        scales: Option<&[(Scheme, Vec<u32>)]>,
+    ) -> String {
         let prefix = &self.prefix;
         let mut out = String::new();
         out.push_str("# 1 \"<sampler-prelude>\" 3\n");
@@ -827,6 +956,28 @@ impl Context<'_> {
             }
         }
         out.push_str("\"\\t.popsection\\n\");\n");
+        if let Some(scales) = scales {
+            // The scale each site was built with (schema/site-table.md):
+            // a companion section, so that .debug_site_info keeps the
+            // original's grammar.
+            out.push_str("__asm__(\".pushsection .debug_site_scales,\\\"\\\",%progbits\\n\"\n");
+            for (scheme, scales) in scales {
+                let mut lines = vec![format!(
+                    "<scales unit=\"{signature}\" scheme=\"{}\">",
+                    scheme.name()
+                )];
+                lines.extend(scales.iter().map(u32::to_string));
+                lines.push("</scales>".into());
+                for line in lines {
+                    let _ = writeln!(
+                        out,
+                        "\"\\t.ascii \\\"{}\\\\n\\\"\\n\"",
+                        asm_string_body(&line)
+                    );
+                }
+            }
+            out.push_str("\"\\t.popsection\\n\");\n");
+        }
         // Back to where the first line left off.
         if let Some(next) = self
             .map

@@ -77,7 +77,7 @@ use crate::frontend::{Call, Function, Jump, Label, NodeId, NodeKind};
 use crate::preprocessed::{LineMap, skip_trivia};
 
 use super::weighty::RETURNS_TWICE;
-use super::{Insertion, SAMPLED_CHECK};
+use super::{Insertion, rewrite_checks};
 
 /// The countdown decrement that stands for `count` sites on expression
 /// `node` in a fast copy.
@@ -87,6 +87,12 @@ pub(super) struct Mark {
     pub count: u32,
     /// The expression is an lvalue (atoms' accesses) and must stay one.
     pub lvalue: bool,
+    /// The first of the mark's sites, in the order the function's sites
+    /// were found.
+    pub first_site: usize,
+    /// The smallest scale of the mark's sites (`-fsampler-rates`; 1
+    /// without rates, 0 for a site counted on every execution).
+    pub scale: u32,
 }
 
 /// What the transform did to a unit, for `-fsampler-stats`.
@@ -169,6 +175,8 @@ struct Region {
 /// Replaces the regions of `function` in `insertions`: the insertions
 /// inside each region are consumed by its two copies, and one replacement
 /// takes the region's place. `next_region` numbers the regions of the unit.
+/// `in_regions` receives, for each mark whose sites are observed as part
+/// of a cloned region's event, its index and the region's scale.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn clone_regions(
     function: &Function,
@@ -181,6 +189,7 @@ pub(super) fn clone_regions(
     insertions: &mut Vec<Insertion>,
     next_region: &mut usize,
     stats: &mut RegionStats,
+    in_regions: &mut Vec<(usize, u32)>,
 ) {
     if let Some(reason) = unclonable_function(function, text) {
         if !marks.is_empty() {
@@ -235,6 +244,10 @@ pub(super) fn clone_regions(
         match renderer.render(region, number, &own) {
             Ok(replacement) => {
                 *next_region += 1;
+                if per_region {
+                    let scale = renderer.region_scale(region);
+                    in_regions.extend(renderer.region_marks(region).map(|mark| (mark, scale)));
+                }
                 match region.shape {
                     Shape::Run { .. } => stats.runs += 1,
                     Shape::Loop { .. } => stats.loops += 1,
@@ -339,6 +352,7 @@ fn in_return(returns: &[(usize, usize)], start: usize, end: usize) -> bool {
 /// `return` (`returns`), which stores the local first, sites keep the
 /// global countdown.
 struct Localiser<'r> {
+    /// The local countdown.
     check: String,
     returns: &'r [(usize, usize)],
 }
@@ -346,7 +360,7 @@ struct Localiser<'r> {
 impl<'r> Localiser<'r> {
     fn new(local: &str, returns: &'r [(usize, usize)]) -> Self {
         Localiser {
-            check: local_check(local),
+            check: local.to_owned(),
             returns,
         }
     }
@@ -355,8 +369,9 @@ impl<'r> Localiser<'r> {
         if in_return(self.returns, insertion.start, insertion.end) {
             return;
         }
-        insertion.open = insertion.open.replace(SAMPLED_CHECK, &self.check);
-        insertion.close = insertion.close.replace(SAMPLED_CHECK, &self.check);
+        let with = |scale| local_check(&self.check, scale);
+        insertion.open = rewrite_checks(&insertion.open, &with);
+        insertion.close = rewrite_checks(&insertion.close, &with);
     }
 }
 
@@ -373,10 +388,34 @@ fn store_before(function: &Function, text: &[u8], id: NodeId, local: &str) -> Op
     ))
 }
 
-/// The per-site check on a local countdown `local`: the global one is
-/// only touched to draw a sample.
-fn local_check(local: &str) -> String {
-    format!("(__builtin_expect(--{local} <= 0, 0) && {} ? ", draw(local))
+/// The per-site check on a local countdown `local` of a site of `scale`
+/// (at least 1): the global one is only touched to draw a sample.
+fn local_check(local: &str, scale: u32) -> String {
+    if scale == 1 {
+        format!("(__builtin_expect(--{local} <= 0, 0) && {} ? ", draw(local))
+    } else {
+        format!(
+            "(__builtin_expect(({local} -= {scale}) <= 0, 0) && {} ? ",
+            draw(local)
+        )
+    }
+}
+
+/// With `-fsample-regions`, the test that chooses FAST for one execution
+/// of a region of `scale` on local countdown `local`: FAST unless the
+/// execution is sampled (the countdown, decremented by the scale, ran out
+/// and the runtime draws it). Scale 0 (a site at rate 1) is never FAST:
+/// a declaration run's flag is then 0, and other regions are their SLOW
+/// copy alone, without a test.
+fn region_test(local: &str, scale: u32) -> String {
+    match scale {
+        0 => "0".to_owned(),
+        1 => format!("__builtin_expect(--{local} > 0, 1) || !{}", draw(local)),
+        s => format!(
+            "__builtin_expect(({local} -= {s}) > 0, 1) || !{}",
+            draw(local)
+        ),
+    }
 }
 
 /// Asks the runtime whether the event that brought local countdown
@@ -1149,6 +1188,38 @@ impl Renderer<'_> {
         }
     }
 
+    /// The marks (by index) of the sites whose observations a region's
+    /// event decides: those inside it, but a `for`'s initialisation, which
+    /// runs once before the loop and keeps its own checks.
+    fn region_marks<'s>(&'s self, region: &'s Region) -> impl Iterator<Item = usize> + 's {
+        let init = match region.shape {
+            Shape::Loop { node } => loop_parts(self.function, node).init.map(|init| {
+                let n = self.function.node(init);
+                (n.start, n.end)
+            }),
+            _ => None,
+        };
+        self.marks
+            .iter()
+            .enumerate()
+            .filter_map(move |(index, mark)| {
+                let node = self.function.node(mark.node);
+                let inside = node.start >= region.start && node.end <= region.end;
+                let in_init = init.is_some_and(|(s, e)| node.start >= s && node.end <= e);
+                (inside && !in_init).then_some(index)
+            })
+    }
+
+    /// A region's scale (`-fsampler-rates`): the smallest of its sites',
+    /// so that each of them is observed at least as often as it asked; 1
+    /// without rates.
+    fn region_scale(&self, region: &Region) -> u32 {
+        self.region_marks(region)
+            .map(|mark| self.marks[mark].scale)
+            .min()
+            .unwrap_or(1)
+    }
+
     fn render(
         &self,
         region: &Region,
@@ -1167,18 +1238,27 @@ impl Renderer<'_> {
         // Per site: FAST when no site can fire before the region ends.
         // Per region: this execution is one event, FAST unless sampled.
         let fast = if self.per_region {
-            format!("__builtin_expect(--{local} > 0, 1) || !{}", draw(&local))
+            region_test(&local, self.region_scale(region))
         } else {
             format!("__builtin_expect({local} > {weight}, 1)")
         };
-        let test = format!("if ({fast}) {{");
+        // A region at rate 1 (`-fsampler-rates`) is only its SLOW copy, in
+        // a block: no test, no FAST (an `if (0)` would also move gcc's
+        // -Wimplicit-fallthrough warnings, which it places by the `if`).
+        let slow_only = self.per_region && self.region_scale(region) == 0;
+        let test = if slow_only {
+            "{".to_owned()
+        } else {
+            format!("if ({fast}) {{")
+        };
         let store = self.write_back(&local);
         let (start, end) = (region.start, region.end);
         let mut out = String::new();
         match &region.shape {
             Shape::Run { .. } => {
                 let _ = write!(out, "{{ {load}{test}");
-                self.both(&mut out, region, &local, (start, end), own, " } else {")?;
+                let between = (!slow_only).then_some(" } else {");
+                self.both(&mut out, region, &local, (start, end), own, between)?;
                 // After a final jump the write-back would be dead code,
                 // which gcc's -Wimplicit-fallthrough takes for a statement
                 // falling through to the next `case`.
@@ -1189,7 +1269,16 @@ impl Renderer<'_> {
                 let _ = write!(out, " }} {store}}}");
             }
             Shape::Loop { node } => {
-                self.render_loop(&mut out, region, *node, number, &local, (&load, &test), own)?;
+                self.render_loop(
+                    &mut out,
+                    region,
+                    *node,
+                    number,
+                    &local,
+                    (&load, &test),
+                    own,
+                    slow_only,
+                )?;
             }
             Shape::Declarations => {
                 // Declarations, so that no statement comes between the
@@ -1220,10 +1309,10 @@ impl Renderer<'_> {
                 if self.per_region {
                     // The sites not in cloned initialisers observe when the
                     // declarations' one event is sampled.
-                    let fired = format!("(!{flag} ? ");
+                    let fired = |_| format!("(!{flag} ? ");
                     for insertion in &mut insertions {
-                        insertion.open = insertion.open.replace(SAMPLED_CHECK, &fired);
-                        insertion.close = insertion.close.replace(SAMPLED_CHECK, &fired);
+                        insertion.open = rewrite_checks(&insertion.open, &fired);
+                        insertion.close = rewrite_checks(&insertion.close, &fired);
                     }
                 }
                 for (s, e, name) in initialisers {
@@ -1240,7 +1329,7 @@ impl Renderer<'_> {
                         &local,
                         (s, e),
                         own,
-                        "); else __cbi_I = (",
+                        Some("); else __cbi_I = ("),
                     )?;
                     copies.push_str("); __cbi_I; })");
                     insertions.push(replacement(s, e, copies));
@@ -1292,7 +1381,9 @@ impl Renderer<'_> {
                     &local,
                     (start, end),
                     own,
-                    &format!("); }} else {{ {assign}"),
+                    (!slow_only)
+                        .then(|| format!("); }} else {{ {assign}"))
+                        .as_deref(),
                 )?;
                 let _ = write!(out, "); }} {store}{value} }})");
             }
@@ -1300,7 +1391,8 @@ impl Renderer<'_> {
         Ok(out)
     }
 
-    /// FAST, `between`, then SLOW of `extent`.
+    /// FAST, `between`, then SLOW of `extent`; SLOW alone without
+    /// `between`.
     fn both(
         &self,
         out: &mut String,
@@ -1308,10 +1400,12 @@ impl Renderer<'_> {
         local: &str,
         (start, end): (usize, usize),
         own: &[Insertion],
-        between: &str,
+        between: Option<&str>,
     ) -> Result<(), &'static str> {
-        self.piece(out, region, local, None, start, end, Version::Fast, own)?;
-        out.push_str(between);
+        if let Some(between) = between {
+            self.piece(out, region, local, None, start, end, Version::Fast, own)?;
+            out.push_str(between);
+        }
         self.piece(out, region, local, None, start, end, Version::Slow, own)
     }
 
@@ -1325,6 +1419,7 @@ impl Renderer<'_> {
         local: &str,
         (load, test): (&str, &str),
         own: &[Insertion],
+        slow_only: bool,
     ) -> Result<(), &'static str> {
         let function = self.function;
         let node = function.node(id);
@@ -1359,7 +1454,12 @@ impl Renderer<'_> {
         });
         let is_do = matches!(node.kind, NodeKind::Do);
         let exit = self.write_back(local);
-        for copy in [Version::Fast, Version::Slow] {
+        let copies: &[Version] = if slow_only {
+            &[Version::Slow]
+        } else {
+            &[Version::Fast, Version::Slow]
+        };
+        for &copy in copies {
             let label = format!(
                 "__cbi_c{}{number}",
                 if copy == Version::Fast { 'f' } else { 's' }
@@ -1373,7 +1473,7 @@ impl Renderer<'_> {
                 }
                 Ok(())
             };
-            if copy == Version::Slow {
+            if copy == Version::Slow && !slow_only {
                 out.push_str(" } else {");
             }
             if !is_do {
@@ -1501,8 +1601,9 @@ impl Renderer<'_> {
             for insertion in own {
                 if insertion.start >= start && insertion.end <= end {
                     let mut insertion = insertion.clone();
-                    insertion.open = insertion.open.replace(SAMPLED_CHECK, OBSERVED);
-                    insertion.close = insertion.close.replace(SAMPLED_CHECK, OBSERVED);
+                    let observed = |_| OBSERVED.to_owned();
+                    insertion.open = rewrite_checks(&insertion.open, &observed);
+                    insertion.close = rewrite_checks(&insertion.close, &observed);
                     insertions.push(insertion);
                 }
             }

@@ -328,6 +328,7 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fsample-sites",
             "-fsample-whole-loops",
             "-fno-sample-whole-loops",
+            "-fsampler-rates=FILE",
             "-fthreads",
             "-fno-threads",
             "-finclude-function=F",

@@ -2,6 +2,7 @@
 //! what programs do nor the chance of each event to be observed.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use super::*;
 
@@ -699,5 +700,233 @@ fn sample_regions_decides_once_per_region_execution() {
                 }
             }
         }
+    }
+}
+
+/// The counters of `resolve-samples` output as (scheme, site index,
+/// counters), sites in table order (one unit).
+fn indexed(resolved: &str) -> Vec<(String, usize, Vec<u64>)> {
+    let mut next: BTreeMap<String, usize> = BTreeMap::new();
+    resolved
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let arity = if fields[2] == "branches" { 2 } else { 3 };
+            let index = next.entry(fields[2].to_owned()).or_default();
+            *index += 1;
+            let values = fields[fields.len() - arity..]
+                .iter()
+                .map(|v| v.parse().unwrap())
+                .collect();
+            (fields[2].to_owned(), *index - 1, values)
+        })
+        .collect()
+}
+
+/// `-fsampler-rates` (issue 19): TRICKY with a hand-written rates file
+/// giving its sites scales 0, 1, 2, 7, 50 and 1000 in turn does what plain
+/// gcc's build does at every sparsity, in each form that takes rates;
+/// counts are exact at sparsity 1, sites at rate 1 (scale 0) are counted
+/// on every execution at any sparsity, and `.debug_site_scales` says the
+/// scale each site was built with: its own outside regions, its region's
+/// (the smallest of the region's sites') inside.
+#[test]
+fn sampling_rates_keep_the_program_s_behaviour_and_exact_counts() {
+    use sampler_formats::{Rates, RatesSource, SiteRate, observation_probability};
+    const SCALES: [u32; 6] = [0, 1, 2, 7, 50, 1000];
+
+    let lab = Lab::new();
+    lab.write("tricky.c", TRICKY);
+    let plain = lab
+        .command("gcc")
+        .args(["-O2", "-Wall", "-Wextra", "tricky.c", "-o", "plain"])
+        .output()
+        .unwrap();
+    assert!(plain.status.success(), "{plain:?}");
+    let warnings = diagnostics(&plain.stderr);
+    let expected = run_with_status(&lab, "plain", "none", &[]);
+    let mut args = SCHEMES.to_vec();
+    args.extend(["-O2", "-Wall", "-Wextra", "tricky.c"]);
+    lab.cc(&[&args[..], &["-fno-sample", "-o", "unconditional"]].concat());
+    assert_eq!(
+        run_with_status(&lab, "unconditional", "exact", &[]),
+        expected
+    );
+    let exact = indexed(&lab.resolve("exact", &["unconditional"]));
+    let exact_by_key = counters(&lab.resolve("exact", &["unconditional"]));
+
+    // The rates file: every site of the unit's tables, scales in turn.
+    let info = lab
+        .tool("extract-section")
+        .args([".debug_site_info", "unconditional"])
+        .output()
+        .unwrap();
+    let tables = sampler_formats::read_site_table(info.stdout.as_slice()).unwrap();
+    let mut sites = Vec::new();
+    let mut asked: BTreeMap<(String, usize), u32> = BTreeMap::new();
+    for table in &tables {
+        for site in 0..table.sites.len() {
+            let scale = SCALES[site % SCALES.len()];
+            asked.insert((table.key.scheme.to_string(), site), scale);
+            sites.push(SiteRate {
+                key: table.key.clone(),
+                site: site as u32,
+                executions_per_run: 0.0,
+                rate: observation_probability(scale, 100),
+                scale,
+            });
+        }
+    }
+    sites.sort_by(|a, b| (&a.key, a.site).cmp(&(&b.key, b.site)));
+    let rates = Rates {
+        source: RatesSource::Runs {
+            directory: "by hand".into(),
+        },
+        sparsity: 100,
+        target: 100.0,
+        budget: 100_000.0,
+        runs: 1,
+        expected: 0.0,
+        uniform: 0.0,
+        sites,
+    };
+    lab.write("rates.txt", &rates.to_text());
+
+    for form in [
+        "-fsample-regions",
+        "-fsample-whole-loops",
+        "-fno-clone-regions",
+    ] {
+        let output = lab.cc(&[
+            &args[..],
+            &[form, "-fsampler-rates=rates.txt", "-o", "rated"],
+        ]
+        .concat());
+        let output = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(diagnostics(output.as_bytes()), warnings, "{form}: {output}");
+
+        // The scales built: the asked ones outside regions, the smallest
+        // of a region's inside (never more than asked, 0 where asked 0).
+        let section = lab
+            .tool("extract-section")
+            .args([".debug_site_scales", "rated"])
+            .output()
+            .unwrap();
+        assert!(section.status.success(), "{section:?}");
+        let text = String::from_utf8(section.stdout).unwrap();
+        let mut built: BTreeMap<(String, usize), u32> = BTreeMap::new();
+        let mut expected_text = String::new();
+        for table in &tables {
+            let _ = writeln!(
+                expected_text,
+                "<scales unit=\"{}\" scheme=\"{}\">",
+                table.key.unit, table.key.scheme
+            );
+            for site in 0..table.sites.len() {
+                let _ = writeln!(
+                    expected_text,
+                    "{}",
+                    asked[&(table.key.scheme.to_string(), site)]
+                );
+            }
+            expected_text.push_str("</scales>\n");
+        }
+        let mut scheme = String::new();
+        let mut site = 0;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("<scales unit=\"") {
+                scheme = rest.split('"').nth(2).unwrap().to_owned();
+                site = 0;
+            } else if line != "</scales>" {
+                built.insert((scheme.clone(), site), line.parse().unwrap());
+                site += 1;
+            }
+        }
+        assert_eq!(built.len(), asked.len(), "{form}: {text}");
+        if form == "-fno-clone-regions" {
+            // No regions: every site as asked, exactly.
+            assert_eq!(text, expected_text);
+        } else {
+            assert_ne!(text, expected_text, "{form}: regions lower scales");
+            for (key, scale) in &built {
+                let wanted = asked[key];
+                assert!(
+                    *scale <= wanted && (wanted != 0 || *scale == 0),
+                    "{form}: {key:?} built at {scale}, asked {wanted}"
+                );
+            }
+        }
+
+        // Every event observed at sparsity 1.
+        let ones = run_with_status(&lab, "rated", "ones", &[("SAMPLER_SPARSITY", "1")]);
+        assert_eq!(ones, expected, "{form}");
+        let seen = counters(&lab.resolve("ones", &["rated"]));
+        assert!(
+            equal_but_indeterminate(&seen, &exact_by_key),
+            "{form}: {seen:?}"
+        );
+
+        for sparsity in ["3", "100", "1000"] {
+            for seed in ["1", "2"] {
+                let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", seed)];
+                assert_eq!(
+                    run_with_status(&lab, "rated", "sparse", &env),
+                    expected,
+                    "{form}: sparsity {sparsity}, seed {seed}"
+                );
+                let observed = indexed(&lab.resolve("sparse", &["rated"]));
+                assert_eq!(observed.len(), exact.len());
+                for ((scheme, site, values), (_, _, all)) in observed.iter().zip(&exact) {
+                    let key = (scheme.clone(), *site);
+                    let (seen, total) = (values.iter().sum::<u64>(), all.iter().sum::<u64>());
+                    if built[&key] == 0 {
+                        assert_eq!(seen, total, "{form}: {key:?} at rate 1");
+                    } else {
+                        assert!(seen <= total, "{form}: {key:?}: {seen} of {total}");
+                    }
+                }
+            }
+        }
+    }
+
+    // Refused, with the reason.
+    for (flags, message) in [
+        (
+            &["-fno-sample"][..],
+            "sampler-cc: error: -fsampler-rates cannot be used with -fno-sample, which counts every event\n",
+        ),
+        (
+            &["-fsample-sites"][..],
+            "sampler-cc: error: -fsampler-rates cannot be used with -fsample-sites (use -fsample-regions, the default, or -fno-clone-regions)\n",
+        ),
+    ] {
+        let output = lab
+            .command(sampler_cc())
+            .args(["-c", "tricky.c", "-fsampler-rates=rates.txt"])
+            .args(flags)
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        assert_eq!(String::from_utf8_lossy(&output.stderr), message);
+    }
+    lab.write(
+        "bad.txt",
+        "sampler-rates\t1\nsource\truns\tx\nsparsity\tmany\n",
+    );
+    for (file, message) in [
+        ("bad.txt", "sampler-cc: error: bad.txt: line 3: "),
+        (
+            "missing.txt",
+            "sampler-cc: error: missing.txt: No such file",
+        ),
+    ] {
+        let output = lab
+            .command(sampler_cc())
+            .args(["-c", "tricky.c", &format!("-fsampler-rates={file}")])
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with(message), "{stderr}");
     }
 }
