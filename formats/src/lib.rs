@@ -51,6 +51,7 @@ mod lines;
 pub mod predicates;
 mod rates;
 mod report;
+mod scales;
 mod scheme;
 mod signature;
 mod sites;
@@ -67,6 +68,7 @@ pub use report::{
     SampleRows, SamplesItem, SamplesSection, Subreport, TimestampsSection, When, write_counter_row,
     write_report_end, write_report_start,
 };
+pub use scales::{ScalesSection, SiteScales, read_scales};
 pub use scheme::{SampleKind, Scheme, SchemeName, SchemeNameError, SiteLayout};
 pub use signature::{SignatureError, UnitSignature};
 pub use sites::{
