@@ -123,7 +123,8 @@ pub struct Rates {
     pub sites: Vec<SiteRate>,
 }
 
-/// A number as the format writes it (see [`write_real`]), if `text` is
+/// A number as the format writes it (the shortest decimal that reads back
+/// as the same `f64`, without exponent), if `text` is
 /// exactly that spelling.
 fn parse_real(text: &str) -> Option<f64> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
