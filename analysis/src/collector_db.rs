@@ -94,6 +94,31 @@ pub async fn build_id(
     Ok(row.map(|row| row.try_get(0)).transpose()?)
 }
 
+/// The scales build `build_id`'s sites were built with (`build_site_scales`,
+/// from its files' `.debug_site_scales`): empty for a build without rates.
+pub async fn build_scales(
+    store: &Store,
+    build_id: i64,
+) -> anyhow::Result<sampler_formats::SiteScales> {
+    let rows = sqlx::query(
+        "SELECT unit_signature, scheme, scales FROM build_site_scales WHERE build_id = $1",
+    )
+    .bind(build_id)
+    .fetch_all(&store.pool)
+    .await?;
+    let mut scales = sampler_formats::SiteScales::new();
+    for row in &rows {
+        let unit: String = row.try_get(0)?;
+        let scheme: String = row.try_get(1)?;
+        let lines: String = row.try_get(2)?;
+        let text = format!("<scales unit=\"{unit}\" scheme=\"{scheme}\">\n{lines}</scales>\n");
+        scales.add_text(&text).map_err(|error| {
+            anyhow::anyhow!("the scales of build {build_id} in the database: {error}")
+        })?;
+    }
+    Ok(scales)
+}
+
 /// `application`'s latest build with runs: (id, version, release). Latest
 /// is the most recently registered (`build add`); a build never registered
 /// counts from its first run.

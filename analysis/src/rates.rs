@@ -52,6 +52,12 @@ impl TrainingScales for UniformScales {
     }
 }
 
+impl TrainingScales for sampler_formats::SiteScales {
+    fn scale(&self, key: &SectionKey, site: u32) -> u32 {
+        sampler_formats::SiteScales::scale(self, key, site)
+    }
+}
+
 impl<F: Fn(&SectionKey, u32) -> u32> TrainingScales for F {
     fn scale(&self, key: &SectionKey, site: u32) -> u32 {
         self(key, site)
@@ -447,12 +453,20 @@ fn outcome_sparsity(outcome: &str) -> Option<u32> {
 }
 
 /// A training set from the run files of `dir` (`sampler-run --save`) and
-/// the site tables of `files` (binaries or `.sites` files).
+/// the site tables of `files` (binaries or `.sites` files). The sites'
+/// scales are those the binaries record (`.debug_site_scales`, a build
+/// with rates) when they record any, else `scales`'.
 pub fn from_run_files(
     dir: &Path,
     files: &[PathBuf],
     scales: &dyn TrainingScales,
 ) -> anyhow::Result<Training> {
+    let recorded = crate::run_files::site_scales(files)?;
+    let scales: &dyn TrainingScales = if recorded.is_empty() {
+        scales
+    } else {
+        &recorded
+    };
     let mut training = Training::new();
     for file in files {
         crate::run_files::for_each_site_table(file, &mut |text| training.add_site_tables(text))?;
@@ -549,11 +563,20 @@ pub async fn from_collector(
 }
 
 /// The training set of build `build_id`: its site tables and its runs.
+/// The sites' scales are those the build's files recorded
+/// (`.debug_site_scales`, stored by `build add`) when it has any, else
+/// `scales`'.
 pub async fn training_of_build(
     store: &Store,
     build_id: i64,
     scales: &dyn TrainingScales,
 ) -> anyhow::Result<Training> {
+    let recorded = crate::collector_db::build_scales(store, build_id).await?;
+    let scales: &dyn TrainingScales = if recorded.is_empty() {
+        scales
+    } else {
+        &recorded
+    };
     let mut training = Training::new();
     let tables = sqlx::query(
         "SELECT st.unit_signature, st.scheme, st.n_sites FROM site_tables st \

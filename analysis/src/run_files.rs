@@ -61,6 +61,49 @@ pub fn for_each_site_table(
     Ok(())
 }
 
+/// The section where `sampler-cc -fsampler-rates` records the scale each
+/// site was built with (`schema/site-table.md`, "Scales").
+pub const SITE_SCALES_SECTION: &str = ".debug_site_scales";
+
+/// The scales the sites of `files` (binaries, objects or archives; site
+/// table text files have none) were built with: each `.debug_site_scales`
+/// section, 1 for every site of a unit built without rates.
+pub fn site_scales(files: &[std::path::PathBuf]) -> anyhow::Result<sampler_formats::SiteScales> {
+    let mut scales = sampler_formats::SiteScales::new();
+    for path in files {
+        let name = path.display();
+        let mut head = [0u8; 8];
+        let n = std::fs::File::open(path)
+            .and_then(|mut file| file.read(&mut head))
+            .map_err(|error| anyhow::anyhow!("{name}: {error}"))?;
+        let head = &head[..n];
+        if !(head.starts_with(b"\x7fELF")
+            || head.starts_with(b"!<arch>\n")
+            || head.starts_with(b"!<thin>\n"))
+        {
+            continue;
+        }
+        sampler_extract::for_each_section(path, SITE_SCALES_SECTION, &mut |object,
+                                                                           contents|
+         -> anyhow::Result<
+            (),
+        > {
+            match contents {
+                Ok(SectionContents::Data(bytes)) => {
+                    let text = String::from_utf8(bytes)
+                        .map_err(|_| anyhow::anyhow!("{object}: site scales are not UTF-8"))?;
+                    scales.add_text(&text.replace('\0', "")).map_err(|error| {
+                        anyhow::anyhow!("{object}: {SITE_SCALES_SECTION}: {error}")
+                    })
+                }
+                Ok(SectionContents::Missing | SectionContents::Empty) => Ok(()),
+                Err(error) => Err(anyhow::anyhow!("{object}: {error}")),
+            }
+        })?;
+    }
+    Ok(scales)
+}
+
 /// The `outcome` fields a run needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Outcome {

@@ -26,6 +26,10 @@ use crate::upload::{Refusal, authorize};
 /// The section `sampler-cc` writes site tables into.
 pub const SITE_SECTION: &str = ".debug_site_info";
 
+/// The section of the scales each site was built with (`sampler-cc
+/// -fsampler-rates`; schema/site-table.md, "Scales").
+pub const SCALES_SECTION: &str = ".debug_site_scales";
+
 /// One `<sites>` section of a file.
 #[derive(Debug)]
 struct SiteTable {
@@ -42,6 +46,9 @@ struct ReadFile {
     gnu_build_id: Option<String>,
     has_dwarf: bool,
     tables: Vec<SiteTable>,
+    /// `.debug_site_scales` (a build with rates): (unit, scheme, one scale
+    /// per line).
+    scales: Vec<(String, String, String)>,
     size: i64,
     data_gz: Option<Vec<u8>>,
 }
@@ -116,6 +123,36 @@ fn read_file(name: String, path: &Path) -> Result<ReadFile, Refusal> {
     if let Some(problem) = problem {
         return Err(bad(problem));
     }
+    let mut scales = Vec::new();
+    sampler_extract::for_each_section(path, SCALES_SECTION, &mut |_, contents| -> Result<(), ()> {
+        match contents {
+            Ok(SectionContents::Data(bytes)) => {
+                let text = String::from_utf8_lossy(&bytes).replace('\0', "");
+                match sampler_formats::read_scales(text.as_bytes()) {
+                    Ok(sections) => scales.extend(sections.into_iter().map(|section| {
+                        let lines: String = section
+                            .scales
+                            .iter()
+                            .map(|scale| format!("{scale}\n"))
+                            .collect();
+                        (
+                            section.key.unit.to_string(),
+                            section.key.scheme.as_str().to_owned(),
+                            lines,
+                        )
+                    })),
+                    Err(error) => problem = Some(format!("section {SCALES_SECTION}: {error}")),
+                }
+            }
+            Ok(SectionContents::Missing | SectionContents::Empty) => {}
+            Err(error) => problem = Some(format!("{error}")),
+        }
+        Ok(())
+    })
+    .ok();
+    if let Some(problem) = problem {
+        return Err(bad(problem));
+    }
     let data = std::fs::read(path)
         .map_err(|error| bad(format!("cannot read the received copy: {error}")))?;
     let (gnu_build_id, has_dwarf) = match object::File::parse(data.as_slice()) {
@@ -146,6 +183,7 @@ fn read_file(name: String, path: &Path) -> Result<ReadFile, Refusal> {
         gnu_build_id,
         has_dwarf,
         tables,
+        scales,
         size: data.len() as i64,
         data_gz,
     })
@@ -344,6 +382,20 @@ pub async fn add(
             )
             .bind(build_id)
             .bind(table_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(database)?;
+        }
+        for (unit, scheme, scales) in &file.scales {
+            sqlx::query(
+                "INSERT INTO build_site_scales (build_id, unit_signature, scheme, scales) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (build_id, unit_signature, scheme) \
+                 DO UPDATE SET scales = excluded.scales",
+            )
+            .bind(build_id)
+            .bind(unit)
+            .bind(scheme)
+            .bind(scales)
             .execute(&mut *tx)
             .await
             .map_err(database)?;

@@ -423,3 +423,256 @@ async fn rates_from_a_training_set_offline_and_through_the_collector() {
         );
     }
 }
+
+/// Runs `./binary` `seeds` through `sampler-run --save` into `saved` at
+/// [`SPARSITY`], two at a time.
+fn save_runs(
+    dir: &Path,
+    sampler_run: &Path,
+    binary: &str,
+    version: &str,
+    saved: &Path,
+    seeds: std::ops::Range<usize>,
+) {
+    std::fs::create_dir(saved).unwrap();
+    let seeds: Vec<usize> = seeds.collect();
+    std::thread::scope(|scope| {
+        for chunk in seeds.chunks(seeds.len().div_ceil(2)) {
+            scope.spawn(move || {
+                for seed in chunk {
+                    let status = Command::new(sampler_run)
+                        .arg("--save")
+                        .arg(saved)
+                        .args(["--app", "demo", "--version", version])
+                        .args(["--sparsity", &SPARSITY.to_string(), "--"])
+                        .arg(format!("./{binary}"))
+                        .current_dir(dir)
+                        .env("SAMPLER_STATE_DIR", dir.join("state"))
+                        .env("SAMPLER_SEED", seed.to_string())
+                        .stdin(Stdio::null())
+                        .status()
+                        .unwrap();
+                    assert!(status.success());
+                }
+            });
+        }
+    });
+}
+
+/// The branches counters (false + true) of each site in each run file of
+/// `saved`: one vector per run.
+fn observations_per_run(saved: &Path, n_sites: usize) -> Vec<Vec<u64>> {
+    let mut runs = Vec::new();
+    for entry in std::fs::read_dir(saved).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let mut samples = Vec::new();
+        sampler_resolve::extract_reports(bytes.as_slice(), "samples", &mut samples).unwrap();
+        let parsed = sampler_storage::counters::RunSamples::parse(&samples).unwrap();
+        let mut observed = vec![0u64; n_sites];
+        for section in &parsed.sections {
+            if section.key.scheme.as_str() != "branches" {
+                continue;
+            }
+            if let sampler_storage::counters::Rows::Counters { rows, .. } = &section.rows {
+                for (site, counters) in rows {
+                    observed[*site as usize] += counters.iter().sum::<u64>();
+                }
+            }
+        }
+        runs.push(observed);
+    }
+    runs
+}
+
+/// Issue 19's exact-rate test, parts 2 and 3: rates learned from 100
+/// training runs at sparsity 100 (seeds 1..=100), the program rebuilt
+/// with them (`-fsampler-rates`), 200 runs at the same sparsity: each
+/// site's observation frequency matches the rate it was built with,
+/// q(scale, 100), within 5 standard deviations, and the sites at rate 1
+/// are observed in every run, every execution. The binary records the
+/// scales (`.debug_site_scales`), so that rates learned again from the
+/// rebuilt program's runs, offline and through the collector (which
+/// stores the scales at `build add`), estimate each site's executions
+/// right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rates_built_in_are_realized_and_reported() {
+    const RATED_RUNS: usize = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let tools = Tools::build(&["sampler-cc", "sampler-launcher", "sampler-analysis"]);
+    let sampler_run = tools.bin.join("sampler-run");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/c/rates.c"),
+        dir.join("rates.c"),
+    )
+    .unwrap();
+    tools.sampler_cc(dir, &["-O1", "-fsampler-strict", "rates.c", "-o", "rates"]);
+    let training = dir.join("training");
+    save_runs(dir, &sampler_run, "rates", "1", &training, 1..101);
+    let learned = analyze_rates(
+        &tools,
+        &[Path::new("--runs"), &training, &dir.join("rates")],
+    );
+    std::fs::write(dir.join("rates.txt"), learned.to_text()).unwrap();
+    tools.sampler_cc(
+        dir,
+        &[
+            "-O1",
+            "-fsampler-strict",
+            "-fsampler-rates=rates.txt",
+            "rates.c",
+            "-o",
+            "rated",
+        ],
+    );
+    let rated = dir.join("rated");
+
+    // The branch sites in table order, their executions per run, and the
+    // scale each asked for.
+    let keys = site_keys(&rated);
+    let key = keys[0].0.clone();
+    let executions: [u64; 7] = [1, 11, 10, 1001, 1000, 1_000_001, 1_000_000];
+    let asked: Vec<u32> = (0..7)
+        .map(|site| learned.get(&key, site).unwrap().scale)
+        .collect();
+    assert_eq!((asked[0], asked[1], asked[2]), (0, 0, 0), "{asked:?}");
+    assert_eq!((asked[5], asked[6]), (1, 1), "{asked:?}");
+    // The site outside loops keeps its scale; each loop iteration is one
+    // region of its condition and its `if`, at the smaller scale of the
+    // two.
+    let mut built = asked.clone();
+    for pair in [(1, 2), (3, 4), (5, 6)] {
+        let scale = asked[pair.0].min(asked[pair.1]);
+        (built[pair.0], built[pair.1]) = (scale, scale);
+    }
+    let output = Command::new(tools.bin.join("extract-section"))
+        .args([Path::new(".debug_site_scales"), &rated])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let mut expected = format!("<scales unit=\"{}\" scheme=\"branches\">\n", key.unit);
+    for scale in &built {
+        expected.push_str(&format!("{scale}\n"));
+    }
+    expected.push_str(&format!(
+        "</scales>\n<scales unit=\"{}\" scheme=\"returns\">\n</scales>\n",
+        key.unit
+    ));
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), expected);
+
+    let rated_runs = dir.join("rated-runs");
+    save_runs(
+        dir,
+        &sampler_run,
+        "rated",
+        "2",
+        &rated_runs,
+        1..RATED_RUNS + 1,
+    );
+    let runs = observations_per_run(&rated_runs, 7);
+    assert_eq!(runs.len(), RATED_RUNS);
+    for site in 0..7 {
+        let q = observation_probability(built[site], SPARSITY);
+        let total_executions = (executions[site] * RATED_RUNS as u64) as f64;
+        let observed: u64 = runs.iter().map(|run| run[site]).sum();
+        let frequency = observed as f64 / total_executions;
+        let sd = (q * (1.0 - q) / total_executions).sqrt();
+        let asked_rate = learned.get(&key, site as u32).unwrap().rate;
+        eprintln!(
+            "site {site}: {} executions per run, asked rate {asked_rate} (scale {}), built scale {}, realized rate {q}, observed {frequency} ({observed} of {total_executions}), {:+.2} sd",
+            executions[site],
+            asked[site],
+            built[site],
+            if sd > 0.0 { (frequency - q) / sd } else { 0.0 }
+        );
+        assert!(q >= asked_rate, "site {site}: built below its rate");
+        if built[site] == 0 {
+            // Every run, every execution.
+            assert!(
+                runs.iter().all(|run| run[site] == executions[site]),
+                "site {site}"
+            );
+        } else {
+            assert!(
+                (frequency - q).abs() <= 5.0 * sd,
+                "site {site}: observed {frequency}, rate {q}, sd {sd}"
+            );
+        }
+    }
+
+    // Rates learned again from the rated build's runs: each site's
+    // executions estimated with its own probability.
+    let check = |rates: &Rates| {
+        for site in 0..7 {
+            let line = rates.get(&key, site as u32).unwrap();
+            let n = executions[site] as f64;
+            let q = observation_probability(built[site], SPARSITY);
+            let sd = (n * (1.0 - q) / (q * RATED_RUNS as f64)).sqrt();
+            assert!(
+                (line.executions_per_run - n).abs() <= 5.0 * sd.max(1e-9),
+                "site {site}: {} estimated, {n} true, sd {sd}",
+                line.executions_per_run
+            );
+        }
+    };
+    let offline = analyze_rates(&tools, &[Path::new("--runs"), &rated_runs, &rated]);
+    check(&offline);
+    for backend in backends() {
+        let collector = Collector::start(backend).await;
+        for (version, binary, saved) in [
+            ("1", dir.join("rates"), &training),
+            ("2", rated.clone(), &rated_runs),
+        ] {
+            upload_build(
+                &collector.url,
+                &collector.ingest,
+                &BuildUpload {
+                    app: "demo",
+                    version,
+                    files: std::slice::from_ref(&binary),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+            let output = Command::new(&sampler_run)
+                .arg("upload")
+                .arg(saved)
+                .args(["--app", "demo", "--version", version])
+                .args(["--server", &collector.url, "--token", &collector.ingest])
+                .env(
+                    "SAMPLER_STATE_DIR",
+                    dir.join(format!("state-{backend}-{version}")),
+                )
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let get = |query: &str| {
+            let request = collector
+                .client
+                .get(format!("{}/api/v1/rates{query}", collector.url))
+                .bearer_auth(&collector.read);
+            async move { request.send().await.unwrap().text().await.unwrap() }
+        };
+        // The latest build is the rated one; its scales came with it.
+        let api = Rates::read(get("").await.as_bytes()).unwrap();
+        assert_eq!(
+            api.source,
+            RatesSource::Collector {
+                application: "demo".into(),
+                version: "2".into(),
+                release: String::new()
+            }
+        );
+        check(&api);
+        same_rates(&api, &offline);
+        // The training build has no scales: its own estimates, as offline.
+        let first = Rates::read(get("?version=1").await.as_bytes()).unwrap();
+        same_rates(&first, &learned);
+    }
+}
