@@ -120,6 +120,15 @@ fn strip_up(function: &Function, mut id: NodeId) -> Option<NodeId> {
 }
 
 /// Keys of the variables whose address is taken with `&` in `function`.
+/// The local (or parameter) `name` visible at `at`, if any.
+fn visible_local<'f>(function: &'f Function, at: usize, name: &str) -> Option<&'f Variable> {
+    function
+        .locals
+        .iter()
+        .filter(|v| v.name == name && v.key <= at && at < v.scope_end)
+        .max_by_key(|v| v.key)
+}
+
 pub(super) fn address_taken(function: &Function) -> HashSet<usize> {
     let mut taken = HashSet::new();
     for node in &function.nodes {
@@ -276,12 +285,7 @@ impl Context<'_> {
 
     /// Whether the variable `name` visible at `at` is declared `register`.
     fn is_register(&self, function: &Function, at: usize, name: &str) -> bool {
-        function
-            .locals
-            .iter()
-            .filter(|v| v.name == name && v.key <= at && at < v.scope_end)
-            .max_by_key(|v| v.key)
-            .is_some_and(|v| v.register)
+        visible_local(function, at, name).is_some_and(|v| v.register)
     }
 
     /// Finds the assignments of `function` and adds the sites of the active
@@ -441,11 +445,30 @@ impl Context<'_> {
                     };
                     let other = match kind {
                         "const" => constant_code(&candidate),
+                        // A local whose address the user takes is not
+                        // followed by the data flow ("local-init" by CBI's
+                        // rule) and may be unset here: read plainly where
+                        // the read is unconditional (`-fno-sample`), gcc
+                        // says it "is used uninitialized". Its address goes
+                        // through an empty `asm`, after which gcc no longer
+                        // knows what the load reads; the address escapes
+                        // already, so this hides none of gcc's own warnings.
+                        _ if visible_local(function, at, &candidate).is_some_and(|v| {
+                            v.storage == Storage::Local && taken.contains(&v.key)
+                        }) =>
+                        {
+                            format!(
+                                "__extension__ ({{ __typeof__({candidate}) *__cbi_p = &{candidate}; \
+                                 __asm__(\"\" : \"+r\"(__cbi_p)); *__cbi_p; }})"
+                            )
+                        }
                         // A read gcc does not follow: reading a variable that
                         // may be uninitialised must not add a
                         // -Wmaybe-uninitialized warning, nor reading a
                         // pointer that may have been freed a
-                        // -Wuse-after-free.
+                        // -Wuse-after-free. (`volatile`, not the `asm` above:
+                        // an escaping address would hide gcc's own
+                        // "may be used uninitialized" on the user's reads.)
                         _ if kind == "local-uninit" || pointer => {
                             format!("*(volatile __typeof__({candidate}) *)&{candidate}")
                         }

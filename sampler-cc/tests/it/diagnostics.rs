@@ -330,3 +330,43 @@ fn warnings_keep_their_columns() {
         ],
     );
 }
+
+/// A local whose address is taken later (zlib's test/example.c: `int
+/// err;` then `gzerror(file, &err)`) is a scalar-pairs candidate the data
+/// flow does not follow: read plainly before it is set, gcc said "'err' is
+/// used uninitialized" with -fno-sample. It is read through a laundered
+/// address, so gcc's warnings stay its own; the site stays.
+#[test]
+fn address_taken_locals_compared_without_uninitialized_warnings() {
+    let lab = Lab::new();
+    lab.write(
+        "taken.c",
+        "#include <string.h>\n\
+         extern const char *g(int *);\n\
+         int f(const char *hello)\n\
+         {\n\
+         \x20   int err;\n\
+         \x20   int len = (int)strlen(hello) + 1;\n\
+         \x20   if (len > 3)\n\
+         \x20       return *g(&err);\n\
+         \x20   return len;\n\
+         }\n",
+    );
+    for level in ["-O0", "-O2"] {
+        same_warnings(&lab, "taken.c", &[level], &[]);
+    }
+    lab.cc(&[
+        "-fsampler-strict",
+        "-fsampler-scheme=scalar-pairs",
+        "-fno-sample",
+        "-c",
+        "taken.c",
+        "-o",
+        "taken.o",
+    ]);
+    let table = lab.site_table("taken.o");
+    assert!(
+        table.contains("\t6\tf\t2\tlen\tlocal\tdirect\terr\tlocal-init\n"),
+        "{table}"
+    );
+}
