@@ -26,4 +26,5 @@ echo "demo: building the toolchain (cargo build --release; a few minutes the fir
 cargo build --release --locked --quiet \
     -p sampler-cc -p sampler-launcher -p sampler-runtime -p sampler-demo
 
-exec target/release/sampler-demo "$@"
+# Where cargo put it (CARGO_TARGET_DIR, as cargo honours it).
+exec "${CARGO_TARGET_DIR:-target}/release/sampler-demo" "$@"
