@@ -52,6 +52,8 @@ struct StoredRun {
     run: u32,
     run_id: String,
     failed: Option<bool>,
+    /// The sparsity the run was sampled at, when stored.
+    sparsity: Option<u32>,
     blob: Vec<u8>,
 }
 
@@ -59,6 +61,9 @@ struct StoredRun {
 fn walk_chunk(batch: &mut Batch, runs: &[StoredRun]) -> anyhow::Result<usize> {
     for stored in runs {
         if batch.start_run(stored.run, stored.failed) {
+            if let Some(sparsity) = stored.sparsity {
+                batch.note_sparsity(sparsity);
+            }
             walk(&stored.blob, batch)
                 .map_err(|error| anyhow::anyhow!("run {}: {error}", stored.run_id))?;
         }
@@ -189,6 +194,27 @@ pub async fn load_selected(
             .add_site_tables(&text)
             .map_err(|error| anyhow::anyhow!("site table {id} in the database: {error}"))?;
     }
+    // The scales the sites were built with (builds with rates), the
+    // newest build's where several recorded one unit's.
+    let scale_rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT s.unit_signature, s.scheme, s.scales FROM build_site_scales s \
+         JOIN builds b ON b.id = s.build_id WHERE {scope} ORDER BY b.id"
+    )))
+    .bind(key)
+    .fetch_all(&store.pool)
+    .await?;
+    let mut scales = sampler_formats::SiteScales::new();
+    for row in &scale_rows {
+        let unit: String = row.try_get(0)?;
+        let scheme: String = row.try_get(1)?;
+        let lines: String = row.try_get(2)?;
+        scales
+            .add_text(&format!(
+                "<scales unit=\"{unit}\" scheme=\"{scheme}\">\n{lines}</scales>\n"
+            ))
+            .map_err(|error| anyhow::anyhow!("site scales in the database: {error}"))?;
+    }
+    dataset.record_scales(&scales);
     let total: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT COUNT(*) FROM runs WHERE {runs_scope}"
     )))
@@ -197,7 +223,7 @@ pub async fn load_selected(
     .await?
     .try_get(0)?;
     let mut rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT run_id, exit_status, exit_signal, crash_group_id, counters FROM runs \
+        "SELECT run_id, exit_status, exit_signal, crash_group_id, counters, sparsity FROM runs \
          WHERE {runs_scope} ORDER BY id"
     )))
     .bind(key)
@@ -250,6 +276,10 @@ pub async fn load_selected(
                     run,
                     run_id: row.try_get(0)?,
                     failed: rule.classify(row.try_get(1)?, row.try_get(2)?, row.try_get(3)?),
+                    sparsity: row
+                        .try_get::<Option<i64>, _>(5)?
+                        .and_then(|sparsity| u32::try_from(sparsity).ok())
+                        .filter(|&sparsity| sparsity >= 1),
                     blob: row.try_get(4)?,
                 });
                 run = run

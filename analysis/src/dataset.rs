@@ -111,6 +111,12 @@ pub struct Dataset {
     /// With `--last K`: each counter table is also the table of its tail
     /// scheme, whose predicates held among a run's last K observations.
     tail: Option<u32>,
+    /// Per merged site, the countdown scale it was built with
+    /// ([`record_scales`](Self::record_scales); 1 by default).
+    site_scales: Vec<u32>,
+    /// How many runs were sampled at each sparsity (runs whose sparsity
+    /// the loader knows).
+    pub sparsities: std::collections::BTreeMap<u32, u64>,
 }
 
 /// Rows are turned into bitmaps per block of 2^15 runs (half a roaring
@@ -202,6 +208,7 @@ impl Dataset {
             Some(SampleKind::Counters(arity)) => arity,
             _ => 0,
         };
+        self.site_scales.push(1);
         let start = self.predicates.len();
         for shape in shapes(base, arity) {
             self.predicates.push(Predicate { site: id, shape });
@@ -211,6 +218,48 @@ impl Dataset {
         self.site_index.insert(site.clone(), id);
         self.sites.push(site);
         u32::try_from(id).expect("fewer than 2^32 sites")
+    }
+
+    /// Records the scales the sites of the tables added so far were built
+    /// with (`sampler-cc -fsampler-rates`, `.debug_site_scales`); sites of
+    /// units without scales keep 1. A tail table's sites take their base
+    /// site's scale.
+    pub fn record_scales(&mut self, scales: &sampler_formats::SiteScales) {
+        for (key, ids) in self.tables.iter() {
+            let (base, _) = split_tail(key.scheme.as_str());
+            let Ok(scheme) = base.parse::<SchemeName>() else {
+                continue;
+            };
+            let base_key = SectionKey {
+                unit: key.unit,
+                scheme,
+            };
+            for (row, &id) in ids.iter().enumerate() {
+                self.site_scales[id as usize] = scales.scale(&base_key, row as u32);
+            }
+        }
+    }
+
+    /// The most common sparsity among the runs, when known.
+    pub fn typical_sparsity(&self) -> Option<u32> {
+        self.sparsities
+            .iter()
+            .max_by_key(|&(&sparsity, &runs)| (runs, std::cmp::Reverse(sparsity)))
+            .map(|(&sparsity, _)| sparsity)
+    }
+
+    /// How likely an execution of merged site `site` was to be observed in
+    /// a run at the typical sparsity: `1 − (1 − 1/D)^scale`, 1 for a site
+    /// counted on every execution; `None` when no run's sparsity is known.
+    pub fn observation_rate(&self, site: usize) -> Option<f64> {
+        let sparsity = self.typical_sparsity()?;
+        let scale = self.site_scales.get(site).copied().unwrap_or(1);
+        Some(sampler_formats::observation_probability(scale, sparsity))
+    }
+
+    /// Counts `runs` more runs sampled at `sparsity`.
+    pub fn note_sparsity(&mut self, sparsity: u32, runs: u64) {
+        *self.sparsities.entry(sparsity).or_default() += runs;
     }
 
     /// Whether a table for `key` was added.
@@ -261,6 +310,9 @@ impl Dataset {
     /// [`observations`](Self::observations) at [`finish`](Self::finish);
     /// where they held, at once.
     pub fn add_batch(&mut self, batch: Batch) {
+        for (&sparsity, &runs) in &batch.sparsities {
+            self.note_sparsity(sparsity, runs);
+        }
         for &(run, failed) in &batch.runs {
             self.runs.insert(run);
             if failed {
@@ -555,6 +607,8 @@ struct Entry {
 #[derive(Debug)]
 pub struct Batch {
     tables: Arc<Tables>,
+    /// Runs per sparsity, handed to the dataset with the batch.
+    sparsities: std::collections::BTreeMap<u32, u64>,
     /// The dataset's tail window ([`Dataset::with_tail`]).
     tail: Option<u32>,
     runs: Vec<(u32, bool)>,
@@ -609,6 +663,7 @@ impl Batch {
     fn new(tables: Arc<Tables>, tail: Option<u32>) -> Self {
         Batch {
             tables,
+            sparsities: std::collections::BTreeMap::new(),
             tail,
             runs: Vec::new(),
             entries: Vec::new(),
@@ -624,6 +679,11 @@ impl Batch {
     /// An empty batch for the same site tables.
     pub fn empty(&self) -> Batch {
         Batch::new(Arc::clone(&self.tables), self.tail)
+    }
+
+    /// Counts one run of the batch sampled at `sparsity`.
+    pub fn note_sparsity(&mut self, sparsity: u32) {
+        *self.sparsities.entry(sparsity).or_default() += 1;
     }
 
     /// The window of the tail predicates the batch's runs should get

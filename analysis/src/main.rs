@@ -215,6 +215,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             for file in &input.files {
                 run_files::add_site_file(&mut dataset, file)?;
             }
+            dataset.record_scales(&run_files::site_scales(&input.files)?);
             run_files::add_runs(&mut dataset, dir, &rule, progress)?;
             dataset
         }

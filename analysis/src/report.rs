@@ -101,6 +101,13 @@ pub struct Predictor {
     pub f_observed: u64,
     /// Successful runs where its site was observed.
     pub s_observed: u64,
+    /// How likely each execution of its site was to be observed in a run
+    /// at the runs' most common sparsity: 1/sparsity for a site built
+    /// without rates, `1 − (1 − 1/sparsity)^scale` with
+    /// `sampler-cc -fsampler-rates`, 1 for a site counted on every
+    /// execution. Absent when no run's sparsity is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
     /// In the elimination list: failing runs it explains.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explains: Option<u64>,
@@ -191,6 +198,7 @@ fn predictor(dataset: &Dataset, ranked: &Ranked, sources: &mut dyn SourceLines) 
         s: counts.s_true,
         f_observed: counts.f_observed,
         s_observed: counts.s_observed,
+        rate: dataset.observation_rate(predicate.site),
         explains: None,
         failing_left: None,
         eliminated: Eliminated::Absent,
@@ -334,6 +342,7 @@ mod tests {
             s: 0,
             f_observed: 20,
             s_observed: 20,
+            rate: Some(0.01),
             explains: None,
             failing_left: None,
             eliminated: Eliminated::Place(None),
@@ -344,6 +353,7 @@ mod tests {
         );
         let value = serde_json::to_value(&predictor).unwrap();
         assert_eq!(value["eliminated"], serde_json::Value::Null);
+        assert_eq!(value["rate"], serde_json::json!(0.01));
         assert!(value.get("explains").is_none());
         let chosen = Predictor {
             explains: Some(10),

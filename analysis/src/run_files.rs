@@ -109,6 +109,8 @@ pub fn site_scales(files: &[std::path::PathBuf]) -> anyhow::Result<sampler_forma
 struct Outcome {
     exit_status: i64,
     exit_signal: i64,
+    /// `sparsity`, when the launcher wrote it.
+    sparsity: Option<u32>,
 }
 
 fn outcome(text: &str, file: &Path) -> anyhow::Result<Outcome> {
@@ -133,6 +135,11 @@ fn outcome(text: &str, file: &Path) -> anyhow::Result<Outcome> {
         })
     };
     Ok(Outcome {
+        sparsity: text
+            .lines()
+            .find_map(|line| line.strip_prefix("sparsity\t"))
+            .and_then(|value| value.parse::<u32>().ok())
+            .filter(|&sparsity| sparsity >= 1),
         exit_status: field("exit-status")?,
         exit_signal: field("exit-signal")?,
     })
@@ -243,6 +250,9 @@ fn read_run_bytes(
     {
         add_tail(batch, bytes, file)?;
         let failed = rule.classify(outcome.exit_status, outcome.exit_signal, None);
+        if let (Some(sparsity), Some(_)) = (outcome.sparsity, failed) {
+            batch.note_sparsity(sparsity);
+        }
         batch.set_outcome(mark, failed);
         return Ok(());
     }
@@ -275,6 +285,9 @@ fn read_run_generally(
         .map_err(|error| anyhow::anyhow!("{}: samples: {error}", file.display()))?;
     let failed = rule.classify(outcome.exit_status, outcome.exit_signal, None);
     if batch.start_run(run, failed) {
+        if let Some(sparsity) = outcome.sparsity {
+            batch.note_sparsity(sparsity);
+        }
         batch.add_samples(&samples);
         add_tail(batch, bytes, file)?;
     }
@@ -618,5 +631,37 @@ mod tests {
         assert_eq!(held("!(y) in the last 2 events"), (vec![0, 1], vec![0]));
         // The ordinary predicates are untouched.
         assert_eq!(held("x"), (vec![0, 1], vec![0, 1]));
+    }
+
+    /// Each predicate's observation rate: its site's scale at the runs'
+    /// most common sparsity.
+    #[test]
+    fn observation_rates_come_from_scales_and_the_typical_sparsity() {
+        let mut dataset = dataset();
+        assert_eq!(dataset.observation_rate(0), None);
+        let mut scales = sampler_formats::SiteScales::new();
+        scales
+            .add_text(&format!(
+                "<scales unit=\"{U1}\" scheme=\"branches\">\n0\n11\n1\n</scales>\n"
+            ))
+            .unwrap();
+        dataset.record_scales(&scales);
+        dataset.note_sparsity(100, 3);
+        dataset.note_sparsity(1000, 1);
+        assert_eq!(dataset.typical_sparsity(), Some(100));
+        let rate = |file: &str, line: u32, scheme: &str| {
+            let site = dataset
+                .sites
+                .iter()
+                .position(|s| s.file == file && s.line == line && s.scheme == scheme)
+                .unwrap();
+            dataset.observation_rate(site).unwrap()
+        };
+        // y at scale 11, z at 1; the returns table and the other unit have
+        // no scales: 1.
+        assert_eq!(rate("/a.c", 2, "branches"), 0.10466174574128356);
+        assert_eq!(rate("/a.c", 3, "branches"), 0.01);
+        assert_eq!(rate("/a.c", 4, "returns"), 0.01);
+        assert_eq!(rate("/b.c", 9, "branches"), 0.01);
     }
 }

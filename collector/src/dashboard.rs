@@ -224,6 +224,8 @@ struct PredictorRow {
     location: String,
     function: String,
     scheme: String,
+    /// How often its site's executions were observed ([`rate_text`]).
+    rate: String,
     context: Vec<ContextLine>,
     thermometer: Thermometer,
     score: String,
@@ -240,6 +242,21 @@ struct PredictorTable {
     empty: String,
     with_explains: bool,
     rows: Vec<PredictorRow>,
+}
+
+/// An observation probability as people read it: "every execution",
+/// "1 in 100" (when the reciprocal is a whole number to 0.1%), else a
+/// percentage.
+fn rate_text(rate: f64) -> String {
+    if rate >= 1.0 {
+        return "every execution".to_owned();
+    }
+    let one_in = 1.0 / rate;
+    if rate > 0.0 && one_in >= 2.0 && (one_in - one_in.round()).abs() <= one_in * 0.001 {
+        format!("1 in {}", one_in.round())
+    } else {
+        format!("{:.3}%", rate * 100.0)
+    }
 }
 
 fn predictor_rows<'a>(
@@ -282,6 +299,7 @@ fn predictor_rows<'a>(
                 location: format!("{}:{}", predictor.file, predictor.line),
                 function: predictor.function.clone(),
                 scheme: predictor.scheme.clone(),
+                rate: predictor.rate.map(rate_text).unwrap_or_default(),
                 context,
                 thermometer: Thermometer::new(predictor, most_observed),
                 score: format!("{score:.3}"),
@@ -859,4 +877,19 @@ async fn crash_group_page(
 /// `GET /`: the dashboard.
 pub async fn root() -> Redirect {
     Redirect::to("/dashboard")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_text;
+
+    #[test]
+    fn rates_read_as_people_say_them() {
+        assert_eq!(rate_text(1.0), "every execution");
+        assert_eq!(rate_text(0.01), "1 in 100");
+        assert_eq!(rate_text(0.001), "1 in 1000");
+        assert_eq!(rate_text(0.5), "1 in 2");
+        assert_eq!(rate_text(0.10466174574128356), "10.466%");
+        assert_eq!(rate_text(0.75), "75.000%");
+    }
 }

@@ -370,6 +370,9 @@ async fn two_planted_bugs_come_first_everywhere() {
     let api = get("/api/v1/ranking?fail_on_exit=true".to_owned()).await;
     assert_eq!(api["elimination"], offline_exit["elimination"]);
     assert_eq!(api["ranking"], offline_exit["ranking"]);
+    // Built without rates and run at sparsity 100: each execution of a
+    // site was observed with probability 1/100.
+    assert_eq!(api["elimination"][0]["rate"], serde_json::json!(0.01));
 
     // One crash group, whose own predictor is the crash's condition.
     let groups = get("/api/v1/crash-groups".to_owned()).await;
@@ -402,6 +405,8 @@ async fn two_planted_bugs_come_first_everywhere() {
             .await
             .unwrap();
         assert!(!thermometers.is_empty());
+        let rates = browser.texts("#predictors span.rate").await;
+        assert_eq!(rates[0], "observed 1 in 100");
         let plotted = browser
             .client
             .find_all(Locator::Css("#runs-plot rect.crash"))
