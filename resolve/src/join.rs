@@ -197,7 +197,22 @@ enum SampleValues {
 pub fn resolve_samples(
     store: &SiteStore,
     input: impl BufRead,
+    output: impl Write,
+) -> Result<(), JoinError> {
+    resolve_samples_estimated(store, input, output, None)
+}
+
+/// [`resolve_samples`], with `estimate: Some(D)` writing each counter as
+/// an estimate of the true count of a run (or the runs piped together)
+/// sampled at sparsity D: the count divided by its site's observation
+/// probability `1 − (1 − 1/D)^scale` (`scale` from the binaries'
+/// `.debug_site_scales`, else 1), with one decimal; a site counted on every
+/// execution (scale 0) keeps its exact count.
+pub fn resolve_samples_estimated(
+    store: &SiteStore,
+    input: impl BufRead,
     mut output: impl Write,
+    estimate: Option<u32>,
 ) -> Result<(), JoinError> {
     let mut reader = ReportReader::new(input);
     let mut join: Join<'_, SectionKey, SampleValues> = Join::new(store);
@@ -286,7 +301,21 @@ pub fn resolve_samples(
             output.write_all(b"\t")?;
             match &slot.values {
                 SampleValues::Counters { arity, sums } => {
-                    write_counter_row(&mut output, &sums[site * arity..][..*arity])?;
+                    let row = &sums[site * arity..][..*arity];
+                    match estimate {
+                        None => write_counter_row(&mut output, row)?,
+                        Some(sparsity) => {
+                            let probability = sampler_formats::observation_probability(
+                                store.scale(&slot.section_key, site as u32),
+                                sparsity,
+                            );
+                            let estimates: Vec<String> = row
+                                .iter()
+                                .map(|&count| format!("{:.1}", count as f64 / probability))
+                                .collect();
+                            writeln!(output, "{}", estimates.join("\t"))?;
+                        }
+                    }
                 }
                 SampleValues::Bounds(ranges) => {
                     if let Some((min, max)) = ranges[site] {

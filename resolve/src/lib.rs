@@ -28,6 +28,6 @@ pub use backtrace::{
     parse_backtrace, parse_modules, read_crash_subreports, symbolize,
 };
 pub use extract_report::{ExtractReportError, extract_reports};
-pub use join::{JoinError, resolve_samples, resolve_timestamps};
-pub use site_store::{LoadError, SITE_INFO_SECTION, SiteStore, SiteTable};
+pub use join::{JoinError, resolve_samples, resolve_samples_estimated, resolve_timestamps};
+pub use site_store::{LoadError, SITE_INFO_SECTION, SITE_SCALES_SECTION, SiteStore, SiteTable};
 pub use trace::{TRACE_HEADER, TraceError, resolve_trace, seconds, slot_text};

@@ -14,6 +14,10 @@ use sampler_formats::{ReadError, SectionKey, SiteTableEvent, SiteTableReader};
 /// The ELF section in which `sampler-cc` embeds site tables.
 pub const SITE_INFO_SECTION: &str = ".debug_site_info";
 
+/// Where `sampler-cc -fsampler-rates` records each site's scale
+/// (`schema/site-table.md`, "Scales").
+pub const SITE_SCALES_SECTION: &str = ".debug_site_scales";
+
 /// Why site tables could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -76,6 +80,9 @@ pub enum LoadError {
 pub struct SiteStore {
     origins: Vec<String>,
     tables: HashMap<SectionKey, StoredTable>,
+    /// The scales sites were built with (`.debug_site_scales` of binaries
+    /// built with `sampler-cc -fsampler-rates`); 1 elsewhere.
+    scales: sampler_formats::SiteScales,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -186,7 +193,33 @@ impl SiteStore {
         if n_found == 0 {
             return Err(LoadError::NoSiteInfo { origin });
         }
+        for_each_section(
+            path,
+            SITE_SCALES_SECTION,
+            &mut |object, outcome| match outcome {
+                Ok(SectionContents::Data(bytes)) => {
+                    let text = String::from_utf8_lossy(&bytes).replace('\0', "");
+                    self.scales
+                        .add_text(&text)
+                        .map_err(|source| LoadError::Syntax {
+                            origin: format!("{object} ({SITE_SCALES_SECTION})"),
+                            source,
+                        })
+                }
+                Ok(SectionContents::Missing | SectionContents::Empty) => Ok(()),
+                Err(source) => Err(LoadError::Elf {
+                    origin: object.to_owned(),
+                    source,
+                }),
+            },
+        )?;
         Ok(())
+    }
+
+    /// The scale site `site` of `key` was built with: 1 unless a binary
+    /// recorded another in `.debug_site_scales`.
+    pub fn scale(&self, key: &SectionKey, site: u32) -> u32 {
+        self.scales.scale(key, site)
     }
 
     /// Loads the site table text `input`, naming it `origin` in messages

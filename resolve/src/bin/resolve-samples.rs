@@ -11,7 +11,11 @@
 //!
 //! Sections repeated for one unit and scheme (a plugin loaded twice, or
 //! several reports piped together) are merged: counters summed, `bounds`
-//! minima and maxima combined.
+//! minima and maxima combined. With `--estimate D`, counters are estimates
+//! of the true counts of runs sampled at sparsity D: each divided by its
+//! site's observation probability (its scale from the binaries'
+//! `.debug_site_scales`, written by `sampler-cc -fsampler-rates`; 1
+//! without), with one decimal.
 //!
 //! Exit status: 0 on success, 2 on any error: an unreadable table, a
 //! malformed report, a section without a table, or a section whose line
@@ -24,7 +28,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use sampler_extract::cli::{EXIT_OK, finish};
-use sampler_resolve::{SiteStore, resolve_samples};
+use sampler_resolve::{SiteStore, resolve_samples_estimated};
 
 const TOOL: &str = "resolve-samples";
 
@@ -36,6 +40,11 @@ struct Args {
     /// and archives with a `.debug_site_info` section.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+
+    /// Print estimates of the true counts of runs sampled at sparsity D
+    /// (`SAMPLER_SPARSITY`) instead of the sampled counts.
+    #[arg(long, value_name = "D", value_parser = clap::value_parser!(u32).range(1..))]
+    estimate: Option<u32>,
 }
 
 fn main() -> ExitCode {
@@ -44,10 +53,11 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<u8> {
     let store = SiteStore::from_paths(&args.files)?;
-    resolve_samples(
+    resolve_samples_estimated(
         &store,
         io::stdin().lock(),
         io::BufWriter::new(io::stdout().lock()),
+        args.estimate,
     )?;
     Ok(EXIT_OK)
 }

@@ -930,3 +930,113 @@ fn sampling_rates_keep_the_program_s_behaviour_and_exact_counts() {
         assert!(stderr.starts_with(message), "{stderr}");
     }
 }
+
+/// `resolve-samples --estimate D`: each counter divided by its site's
+/// observation probability at sparsity D, the scale read from the binary's
+/// `.debug_site_scales`: a site built at rate 1 (scale 0) keeps its exact
+/// count, the others are scaled up.
+#[test]
+fn resolve_samples_estimates_true_counts_from_the_built_scales() {
+    use sampler_formats::{Rates, RatesSource, SiteRate, observation_probability};
+    let lab = Lab::new();
+    lab.write(
+        "two.c",
+        "#include <stdio.h>\n\
+         static int __attribute__((noinline)) once(int n) { if (n > 1000) return 1; return 0; }\n\
+         int main(void)\n\
+         {\n\
+         \x20   long s = 0;\n\
+         \x20   for (int i = 0; i < 100000; i++)\n\
+         \x20       s += i % 7;\n\
+         \x20   printf(\"%ld %d\\n\", s, once((int)s));\n\
+         \x20   return 0;\n\
+         }\n",
+    );
+    let common = [
+        "-fsampler-strict",
+        "-fsampler-scheme=branches",
+        "-fno-clone-regions",
+        "-O2",
+        "two.c",
+    ];
+    lab.cc(&[&common[..], &["-o", "plain-sampled"]].concat());
+    // `once`'s condition (site 0) at rate 1, the loop's (site 1) at 1/D.
+    let info = lab
+        .tool("extract-section")
+        .args([".debug_site_info", "plain-sampled"])
+        .output()
+        .unwrap();
+    let tables = sampler_formats::read_site_table(info.stdout.as_slice()).unwrap();
+    assert_eq!(tables.len(), 1);
+    let key = tables[0].key.clone();
+    assert_eq!(tables[0].sites.len(), 2);
+    let sites = [(0u32, 0u32), (1, 1)]
+        .map(|(site, scale)| SiteRate {
+            key: key.clone(),
+            site,
+            executions_per_run: 0.0,
+            rate: observation_probability(scale, 1000),
+            scale,
+        })
+        .to_vec();
+    let rates = Rates {
+        source: RatesSource::Runs {
+            directory: "by hand".into(),
+        },
+        sparsity: 1000,
+        target: 100.0,
+        budget: 100_000.0,
+        runs: 1,
+        expected: 0.0,
+        uniform: 0.0,
+        sites,
+    };
+    lab.write("rates.txt", &rates.to_text());
+    lab.cc(&[&common[..], &["-fsampler-rates=rates.txt", "-o", "rated"]].concat());
+    let env = [("SAMPLER_SPARSITY", "1000"), ("SAMPLER_SEED", "3")];
+    assert_eq!(lab.run("rated", &[], "rated.report", &env), "299995 1\n");
+    let samples = lab
+        .tool("extract-report")
+        .arg("samples")
+        .stdin(std::fs::File::open(lab.path("rated.report")).unwrap())
+        .output()
+        .unwrap();
+    let estimate = |args: &[&str]| -> Vec<Vec<String>> {
+        let mut resolve = lab
+            .tool("resolve-samples")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(resolve.stdin.as_mut().unwrap(), &samples.stdout).unwrap();
+        let output = resolve.wait_with_output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            // The two counters (false, true) end each line.
+            .map(|line| {
+                let fields: Vec<&str> = line.split('\t').collect();
+                fields[fields.len() - 2..]
+                    .iter()
+                    .map(|f| (*f).to_owned())
+                    .collect()
+            })
+            .collect()
+    };
+    let counted = estimate(&["rated"]);
+    let estimated = estimate(&["--estimate", "1000", "rated"]);
+    // Site 0, at rate 1: counted exactly once (true), estimated the same.
+    assert_eq!(counted[0], ["0", "1"]);
+    assert_eq!(estimated[0], ["0.0", "1.0"]);
+    // Site 1, the loop's condition at 1/1000: each count times 1000.
+    let times_1000: Vec<String> = counted[1]
+        .iter()
+        .map(|count| format!("{:.1}", count.parse::<f64>().unwrap() * 1000.0))
+        .collect();
+    assert_eq!(estimated[1], times_1000);
+    // 100,000 true evaluations: about 100 observed (within 5 sd).
+    let true_count: f64 = counted[1][1].parse().unwrap();
+    assert!((true_count - 100.0).abs() <= 5.0 * 10.0, "{counted:?}");
+}
