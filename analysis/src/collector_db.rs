@@ -55,6 +55,9 @@ struct StoredRun {
     /// The sparsity the run was sampled at, when stored.
     sparsity: Option<u32>,
     blob: Vec<u8>,
+    /// With tail predicates: the run's last `trace` subreport, gzipped as
+    /// stored.
+    trace_gz: Option<Vec<u8>>,
 }
 
 /// Walks the blobs of `runs` into `batch`; the number of runs.
@@ -66,6 +69,20 @@ fn walk_chunk(batch: &mut Batch, runs: &[StoredRun]) -> anyhow::Result<usize> {
             }
             walk(&stored.blob, batch)
                 .map_err(|error| anyhow::anyhow!("run {}: {error}", stored.run_id))?;
+            if let (Some(events), Some(trace_gz)) = (batch.tail(), &stored.trace_gz) {
+                let mut text = Vec::new();
+                std::io::Read::read_to_end(
+                    &mut flate2::read::MultiGzDecoder::new(trace_gz.as_slice()),
+                    &mut text,
+                )
+                .map_err(|error| anyhow::anyhow!("run {}: its trace: {error}", stored.run_id))?;
+                let tail = crate::tail::tail_of_report(&text, events).map_err(|error| {
+                    anyhow::anyhow!("run {}: its trace: {error}", stored.run_id)
+                })?;
+                if let Some(tail) = tail {
+                    batch.add_samples(&tail);
+                }
+            }
         }
     }
     batch.group();
@@ -78,6 +95,9 @@ pub struct Selection {
     /// Only the runs (and site tables) of this build (its row id), instead
     /// of every build's, merged.
     pub build: Option<i64>,
+    /// Also the tail predicates of each run's last K observations, from its
+    /// stored `trace` subreport (`sampler-analyze --last K`).
+    pub tail: Option<u32>,
 }
 
 /// The id of `application`'s build `version`/`release`, if there is one.
@@ -178,7 +198,10 @@ pub async fn load_selected(
         Some(_) => "build_id = $1",
         None => "application_id = $1",
     };
-    let mut dataset = Dataset::new();
+    let mut dataset = match selection.tail {
+        Some(events) => Dataset::with_tail(events),
+        None => Dataset::new(),
+    };
     let tables = sqlx::query(sqlx::AssertSqlSafe(format!(
         "SELECT DISTINCT st.id, st.sites FROM site_tables st \
          JOIN build_site_tables bst ON bst.site_table_id = st.id \
@@ -223,8 +246,16 @@ pub async fn load_selected(
     .await?
     .try_get(0)?;
     let mut rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "SELECT run_id, exit_status, exit_signal, crash_group_id, counters, sparsity FROM runs \
-         WHERE {runs_scope} ORDER BY id"
+        "SELECT run_id, exit_status, exit_signal, crash_group_id, counters, sparsity, {trace} \
+         FROM runs WHERE {runs_scope} ORDER BY id",
+        // The last trace of the run (a crash's, or the one at exit after
+        // an interim one), only when tail predicates are asked for.
+        trace = if selection.tail.is_some() {
+            "(SELECT s.data_gz FROM run_subreports s WHERE s.run_id = runs.id \
+             AND s.name = 'trace' ORDER BY s.position DESC LIMIT 1)"
+        } else {
+            "NULL"
+        }
     )))
     .bind(key)
     .fetch(&store.pool);
@@ -281,6 +312,11 @@ pub async fn load_selected(
                         .and_then(|sparsity| u32::try_from(sparsity).ok())
                         .filter(|&sparsity| sparsity >= 1),
                     blob: row.try_get(4)?,
+                    trace_gz: if selection.tail.is_some() {
+                        row.try_get(6)?
+                    } else {
+                        None
+                    },
                 });
                 run = run
                     .checked_add(1)

@@ -81,7 +81,6 @@ struct Cli {
     /// Also rank "true in the last K events" predicates: each predicate
     /// restricted to a run's last K sampled observations, from the runs'
     /// `trace` subreports (SAMPLER_TRACE; runs without one have none).
-    /// With --runs.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=65536))]
     last: Option<u32>,
 
@@ -220,15 +219,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             dataset
         }
         (None, Some(app)) => {
-            if cli.last.is_some() {
-                anyhow::bail!(
-                    "--last reads the runs' traces from run files: use it with --runs (the collector's \
-                     database is not read for traces yet)"
-                );
-            }
             let target = DatabaseTarget::choose(&input.data, input.database.as_deref())?;
             let store = Store::open_read_only(&target).await?;
-            let mut selection = collector_db::Selection::default();
+            let mut selection = collector_db::Selection {
+                tail: cli.last,
+                ..collector_db::Selection::default()
+            };
             if let Some(version) = &input.build_version {
                 let release = input.build_release.as_deref().unwrap_or_default();
                 selection.build = Some(

@@ -322,6 +322,22 @@ async fn two_planted_bugs_come_first_everywhere() {
     // Only exit status 1 fails (and signals): the same.
     let report = analyze(&tools, dir, &database, &["--fail-on-status", "1"]);
     assert_eq!(report["elimination"], offline_exit["elimination"]);
+    // Tail predicates (`--last 16`) from the traces the runs carry (at the
+    // crash or at exit; sampler-run traces by default): the stored traces
+    // give what the run files' do, and every predicate has its twin.
+    let offline_last = analyze(
+        &tools,
+        dir,
+        &[Path::new("--runs"), &saved, &bugs],
+        &["--fail-on-exit", "--last", "16"],
+    );
+    let report_last = analyze(&tools, dir, &database, &["--fail-on-exit", "--last", "16"]);
+    assert_eq!(
+        offline_last["predicates"],
+        serde_json::json!(2 * offline_exit["predicates"].as_u64().unwrap())
+    );
+    assert_eq!(report_last["predicates"], offline_last["predicates"]);
+    assert_eq!(report_last["ranking"], offline_last["ranking"]);
 
     // A labelling that has nothing to do with the runs retains nothing
     // once the false discovery rate is bounded (judged one by one, a few
