@@ -6,7 +6,8 @@
 #   scripts/corpus.sh [--cc PATH] [--cflags "FLAGS"] [--work DIR] [--jobs N]
 #                     [--sites-check] [--no-compare-warnings] [PROJECT...]
 #
-#   PROJECT        zlib, gzip (default: both, in that order)
+#   PROJECT        zlib, gzip, sed, grep, bc, jq (default: all, in that order);
+#                  name one to run it alone
 #   --cc PATH      compiler to build with (default: gcc), e.g. sampler-cc
 #   --cflags FLAGS CFLAGS given to configure, so that every compile and link
 #                  sees them (default: "-g -O2"), e.g.
@@ -17,12 +18,15 @@
 #   --sites-check  after the tests, run extract-section on every object (*.o,
 #                  and ELF *.lo) of the build tree; count objects without a
 #                  .debug_site_info section and the site lines in the others
+#                  (the default when --cc is not gcc; --no-sites-check: not)
 #   --no-compare-warnings
 #                  do not build each project a second time with plain gcc
 #                  (by default, when --cc is not gcc, the project is also
 #                  built with gcc and CFLAGS without sampler-cc's own flags,
-#                  in WORK/PROJECT-gcc, and every difference between the two
-#                  builds' warnings is reported as file:line: message)
+#                  in WORK/PROJECT-gcc, its test suite run there too, and
+#                  every difference between the two builds' warnings is
+#                  reported as file:line: message, every test that passes
+#                  with gcc only by name)
 #
 # Environment:
 #   SAMPLER_CORPUS_CACHE     downloaded source tarballs
@@ -32,9 +36,26 @@
 #                            this repository)
 #
 # Sources are the pristine upstream tarballs (`*.orig.tar.*`) of Debian 12
-# (bookworm): zlib 1.2.13, gzip 1.12, fetched with
-# `apt-get source --download-only`. That needs a deb-src entry; when run as
-# root the script adds one mirroring /etc/apt/sources.list.d/debian.sources.
+# (bookworm): zlib 1.2.13, gzip 1.12, sed 4.9, grep 3.8, bc 1.07.1, fetched
+# with `apt-get source --download-only`. That needs a deb-src entry; when run
+# as root the script adds one mirroring /etc/apt/sources.list.d/debian.sources.
+# jq is upstream's jq-1.8.2.tar.gz (with a generated configure), taken from
+# the PyPI sdist of the Python package jq 1.13.0, which bundles it
+# (`python3 -m pip download --no-deps --no-binary jq jq==1.13.0`).
+#
+# Builds and test suites, as the packages run them:
+#   zlib   ./configure; make; make test
+#   gzip, grep
+#          ./configure; make; make check (automake: every tests/*.trs counted)
+#   sed    ./configure; make; make check, as an unprivileged user when run as
+#          root (testsuite/panic-tests.sh fails as root): the user
+#          sampler-corpus, created with useradd if missing, owns the build
+#          tree and runs the suite through runuser
+#   bc     ./configure; make MAKEINFO=true; make check (empty: Debian's
+#          package runs no tests), then each Test/*.b script is run as
+#          `bc -l FILE < /dev/null` (60 s limit); a script passes when it
+#          exits 0 and, built with --cc, prints exactly what gcc's bc prints
+#   jq     ./configure --with-oniguruma=builtin --disable-docs; make; make check
 #
 # Per project it writes configure.log, configure-results.txt (what configure
 # decided: diff it against a plain-gcc run), build.log, warnings.txt,
@@ -43,11 +64,17 @@
 #         (static, shared, 64-bit), logs: /tmp/sampler-corpus.XXXXXX/zlib
 # ("build" is configure + make; warnings are the build.log lines matching
 # "warning:", listed in warnings.txt). With the gcc comparison, the line
-# ends with "warnings as gcc's" or "N warning differences", listed in
+# gives gcc's build time, "tests: P PASS / Q with gcc" (names of the passing
+# tests in tests-passed.txt of each tree; those passing with gcc only are
+# listed) and ends with "warnings as gcc's" or "N warning differences", listed in
 # warnings-diff.txt ("-" gcc only, "+" this compiler only; each warning as
-# file:line: message, the column left out, sorted since make -j reorders). Exit status: 0 when every configure,
-# build and test suite (and the sites check, if asked) succeeded, 1
-# otherwise, 2 on usage or setup errors.
+# file:line: message, the column left out, sorted since make -j reorders).
+# After the lines, a table: project, units instrumented (objects with a
+# .debug_site_info section / all objects), site lines, build time against
+# gcc's, tests passed against gcc's, warning differences. Exit status: 0 when
+# every configure, build and test suite (and the sites check, if asked)
+# succeeded and every test passing with gcc passed, 1 otherwise, 2 on usage
+# or setup errors.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,10 +82,11 @@ cc=gcc
 cflags="-g -O2"
 work=
 jobs=2
-sites_check=false
+sites_check=
 compare_warnings=true
 cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
-all_projects=(zlib gzip)
+all_projects=(zlib gzip sed grep bc jq)
+test_user=sampler-corpus
 projects=()
 
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
@@ -75,10 +103,11 @@ while (($#)); do
         --jobs | -j) jobs=${2:?--jobs needs a value}; shift 2 ;;
         --jobs=*) jobs=${1#*=}; shift ;;
         --sites-check) sites_check=true; shift ;;
+        --no-sites-check) sites_check=false; shift ;;
         --no-compare-warnings) compare_warnings=false; shift ;;
         -h | --help) usage; exit 0 ;;
         -*) die "unknown option $1 (see --help)" ;;
-        zlib | gzip) projects+=("$1"); shift ;;
+        zlib | gzip | sed | grep | bc | jq) projects+=("$1"); shift ;;
         *) die "unknown project $1 (known: ${all_projects[*]})" ;;
     esac
 done
@@ -88,6 +117,10 @@ done
 command -v "$cc" >/dev/null || die "compiler not found: $cc"
 cc=$(command -v "$cc")   # absolute, since the builds run in other directories
 [[ $(basename "$cc") == gcc ]] && compare_warnings=false
+if [[ -z $sites_check ]]; then
+    sites_check=false
+    [[ $(basename "$cc") != gcc ]] && sites_check=true
+fi
 
 # CFLAGS for the plain gcc build: the words of --cflags that are not
 # sampler-cc's own flags (see sampler-cc --sampler-help).
@@ -131,13 +164,30 @@ secs() { local us=$1; printf '%d.%d' "$((us / 1000000))" "$((us % 1000000 / 1000
 # shellcheck source=lib/debian-source.sh
 . "$root/scripts/lib/debian-source.sh"
 
+# Prints the path of the cached jq-1.8.2.tar.gz, taken from the PyPI sdist
+# of the Python package jq (which bundles it) if not cached yet.
+fetch_jq() {
+    local tarball=$cache/jq-1.8.2.tar.gz tmp
+    if [[ ! -e $tarball ]]; then
+        tmp=$(mktemp -d "$cache/.download.XXXXXX")
+        echo "==> pip download jq==1.13.0 (sdist, bundles jq-1.8.2.tar.gz; into $cache)" >&2
+        python3 -m pip download --quiet --no-deps --no-binary jq jq==1.13.0 -d "$tmp" >&2 ||
+            die "pip download jq==1.13.0 failed"
+        tar -xzf "$tmp/jq-1.13.0.tar.gz" -C "$tmp" jq-1.13.0/deps/jq-1.8.2.tar.gz ||
+            die "jq-1.13.0.tar.gz holds no deps/jq-1.8.2.tar.gz"
+        mv "$tmp/jq-1.13.0/deps/jq-1.8.2.tar.gz" "$tarball"
+        rm -rf "$tmp"
+    fi
+    echo "$tarball"
+}
+
 # Unpacks the upstream tarball of $1 into a fresh $2/src ($2: default $work/$1).
 unpack() {
     local project=$1 dir=${2:-$work/$1} tarball top
     if [[ -e $dir && ! -e $dir/.sampler-corpus ]]; then
         die "$dir exists and was not made by corpus.sh; not wiping it"
     fi
-    tarball=$(fetch_orig "$project")
+    if [[ $project == jq ]]; then tarball=$(fetch_jq); else tarball=$(fetch_orig "$project"); fi
     rm -rf "$dir"
     mkdir -p "$dir/unpack"
     touch "$dir/.sampler-corpus"
@@ -166,7 +216,10 @@ configure_and_build() {
     local cc=${1:-$cc} cflags=${2:-$cflags}
     case $project in
         zlib) run_logged configure.log env CC="$cc" CFLAGS="$cflags" ./configure || status=$? ;;
-        gzip) run_logged configure.log ./configure CC="$cc" CFLAGS="$cflags" || status=$? ;;
+        gzip | sed | grep | bc)
+            run_logged configure.log ./configure CC="$cc" CFLAGS="$cflags" || status=$? ;;
+        jq) run_logged configure.log ./configure CC="$cc" CFLAGS="$cflags" \
+                --with-oniguruma=builtin --disable-docs || status=$? ;;
     esac
     if ((status != 0)); then
         configure_us=$(($(now_us) - t0))
@@ -176,7 +229,10 @@ configure_and_build() {
     configure_us=$(($(now_us) - t0))
     configure_results
     # V=1: full compile commands in the log (gzip uses automake silent rules).
-    run_logged build.log make -j"$jobs" V=1 || status=$?
+    # bc: the tarball's bc.info is older than bc.texi's timestamp allows; no makeinfo.
+    local extra=()
+    [[ $project == bc ]] && extra=(MAKEINFO=true)
+    run_logged build.log make -j"$jobs" V=1 "${extra[@]}" || status=$?
     build_us=$(($(now_us) - t0))
     grep 'warning:' "$dir/build.log" >"$dir/warnings.txt" || true
     warnings=$(wc -l <"$dir/warnings.txt")
@@ -197,19 +253,61 @@ configure_results() {
         zlib) { grep -E '^(CC|CFLAGS|SFLAGS|LDSHARED|LDFLAGS)=' "$dir/src/Makefile"
                 grep -E '\.\.\. ' "$dir/configure.log"; } >"$out" || true ;;
         gzip) grep -E '^#define ' "$dir/src/lib/config.h" >"$out" || true ;;
+        sed | grep | bc) grep -E '^#define ' "$dir/src/config.h" >"$out" || true ;;
+        jq) grep -hE '^(#define |DEFS = )' "$dir/src/Makefile" "$dir/src/vendor/oniguruma/src/config.h" \
+                >"$out" || true ;;
     esac
 }
 
-# Runs the test suite of $project; sets test_us, test_result; fails if it did.
+# Runs "$@" in $dir/src as $test_user (created if missing; it gets the build
+# tree), output to log $1: for suites that fail or refuse to run as root.
+run_unprivileged() {
+    local log=$1; shift
+    if ((EUID != 0)); then
+        run_logged "$log" "$@"
+        return
+    fi
+    if ! id -u "$test_user" >/dev/null 2>&1; then
+        useradd --system --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin "$test_user" ||
+            die "useradd $test_user failed"
+    fi
+    # Its own HOME and TMPDIR (the caller's may not be writable to it).
+    mkdir -p "$dir/tmp"
+    chown -R "$test_user:" "$dir"
+    chmod a+x "$work"
+    run_logged "$log" runuser -u "$test_user" -- env HOME="$dir" TMPDIR="$dir/tmp" "$@"
+}
+
+# Sums the automake test results of $dir: sets pass, fail, other and writes
+# the names of the passing tests (from every *.trs) to $dir/tests-passed.txt.
+automake_results() {
+    local logs=()
+    mapfile -t logs < <(find "$dir/src" -name test-suite.log)
+    ((${#logs[@]})) || return 1
+    read -r pass fail other < <(awk '
+        /^# (PASS|XFAIL|SKIP):/ { if ($2 == "PASS:") p += $3; else o[$2] += $3 }
+        /^# (FAIL|XPASS|ERROR):/ { f += $3 }
+        END { printf "%d %d %s\n", p, f,
+              sprintf("%d SKIP, %d XFAIL", o["SKIP:"], o["XFAIL:"]) }' "${logs[@]}")
+    find "$dir/src" -name '*.trs' -print0 | xargs -0r grep -l '^:test-result: PASS' |
+        sed "s|^$dir/src/||; s|\.trs\$||" | LC_ALL=C sort >"$dir/tests-passed.txt"
+    failed_tests=$(grep -hE '^(FAIL|ERROR|XPASS): ' "${logs[@]}" | tr '\n' ' ' || true)
+}
+
+# Runs the test suite of $project; sets test_us, test_result, test_pass (the
+# number of tests passed; their names in $dir/tests-passed.txt); fails if it did.
 run_tests() {
-    local t0 status=0 ok=() logs=() joined pass fail other
+    local t0 status=0 ok=() joined pass=0 fail=0 other failed_tests t
     t0=$(now_us)
+    : >"$dir/tests-passed.txt"
     case $project in
         zlib)
             run_logged test.log make test || status=$?
             grep -q 'zlib test OK' "$dir/test.log" && ok+=(static)
             grep -q 'zlib shared test OK' "$dir/test.log" && ok+=(shared)
             grep -q 'zlib 64-bit test OK' "$dir/test.log" && ok+=(64-bit)
+            printf '%s\n' "${ok[@]}" >"$dir/tests-passed.txt"
             # Static and shared are required; 64-bit exists only where off64_t does.
             if ((status == 0)) && [[ " ${ok[*]} " == *" static "* && " ${ok[*]} " == *" shared "* ]]; then
                 joined=$(printf '%s, ' "${ok[@]}")
@@ -219,27 +317,45 @@ run_tests() {
                 status=1
             fi
             ;;
-        gzip)
-            run_logged test.log make -j"$jobs" check || status=$?
-            # Sum the automake summaries ("# PASS:  26") of every test-suite.log.
-            mapfile -t logs < <(find "$dir/src" -name test-suite.log)
-            if ((${#logs[@]} == 0)); then
+        gzip | sed | grep | jq)
+            if [[ $project == sed ]]; then
+                run_unprivileged test.log make -j"$jobs" check || status=$?
+            else
+                run_logged test.log make -j"$jobs" check || status=$?
+            fi
+            if ! automake_results; then
                 test_result="FAILED (status $status, no test-suite.log)"
                 status=1
             else
-                read -r pass fail other < <(awk '
-                    /^# (PASS|XFAIL|SKIP):/ { if ($2 == "PASS:") p += $3; else o[$2] += $3 }
-                    /^# (FAIL|XPASS|ERROR):/ { f += $3 }
-                    END { printf "%d %d %s\n", p, f,
-                          sprintf("%d SKIP, %d XFAIL", o["SKIP:"], o["XFAIL:"]) }' "${logs[@]}")
                 test_result="$pass PASS, $fail FAIL ($other)"
                 if ((fail > 0)); then
-                    test_result+="; failed: $(grep -hE '^(FAIL|ERROR|XPASS): ' "${logs[@]}" | tr '\n' ' ')"
+                    test_result+="; failed: $failed_tests"
                 fi
                 ((status == 0 && fail == 0)) || { test_result="FAILED: $test_result"; status=1; }
             fi
             ;;
+        bc)
+            run_logged test.log make check MAKEINFO=true || status=$?
+            mkdir -p "$dir/bc-tests"
+            for t in "$dir"/src/Test/*.b; do
+                t=$(basename "$t" .b)
+                echo "\$ bc -l Test/$t.b < /dev/null" >>"$dir/test.log"
+                if (cd "$dir/src/Test" && timeout 60 ../bc/bc -l "$t.b" </dev/null) \
+                    >"$dir/bc-tests/$t.out" 2>&1; then
+                    echo "$t" >>"$dir/tests-passed.txt"
+                    pass=$((pass + 1))
+                else
+                    echo "  exit status $?" >>"$dir/test.log"
+                    fail=$((fail + 1))
+                    failed_tests+="$t "
+                fi
+            done
+            test_result="$pass scripts exit 0, $fail do not"
+            ((fail > 0)) && test_result+=" ($failed_tests)"
+            ((status == 0 && fail == 0)) || { test_result="FAILED: $test_result"; status=1; }
+            ;;
     esac
+    test_pass=$(wc -l <"$dir/tests-passed.txt")
     test_us=$(($(now_us) - t0))
     return "$status"
 }
@@ -274,6 +390,7 @@ sites_check() {
     done < <(build_objects)
     rm -f "$dir/sites.tmp"
     n_sites=$(grep -cvE '^[[:space:]]*(<sites[[:space:]>]|</sites>|$)' "$out" || true)
+    units="$((n_obj - n_missing - n_broken))/$n_obj" sites=$n_sites
     sites_result="sites: $n_obj objects, $n_missing without .debug_site_info, $n_sites site lines"
     if ((n_broken > 0)); then
         sites_result+=", $n_broken UNREADABLE (see $dir/sites.err)"
@@ -288,39 +405,87 @@ normalised_warnings() {
         sed -E 's/^([^: ]+):([0-9]+):[0-9]+: warning:/\1:\2: warning:/' | LC_ALL=C sort
 }
 
-# Builds $project a second time with plain gcc in $dir-gcc and compares the
-# warnings; sets compare_result, fails when they differ or gcc's build does.
+# bc: a script passes built with --cc when it also prints what gcc's bc
+# prints; rewrites $dir/tests-passed.txt and test_pass accordingly.
+bc_compare_outputs() {
+    local gcc_dir=$1 t kept=()
+    while IFS= read -r t; do
+        if cmp -s "$dir/bc-tests/$t.out" "$gcc_dir/bc-tests/$t.out"; then
+            kept+=("$t")
+        else
+            echo "$t: output differs from gcc's bc (diff $gcc_dir/bc-tests/$t.out $dir/bc-tests/$t.out)" \
+                >>"$dir/test.log"
+        fi
+    done <"$dir/tests-passed.txt"
+    printf '%s\n' "${kept[@]}" | sed '/^$/d' >"$dir/tests-passed.txt"
+    test_pass=${#kept[@]}
+}
+
+# Builds $project a second time with plain gcc in $dir-gcc, runs its test
+# suite there and compares the warnings and the passing tests; sets
+# compare_result, gcc_build_us, gcc_test_pass, wdiff and tests_vs; fails when
+# they differ or gcc's build does. $1: true when this compiler's tests ran.
 compare_with_gcc() {
-    local ours=$dir gcc_dir=$dir-gcc n
-    # configure_and_build sets these: keep this compiler's.
+    local ours_dir=$dir gcc_dir=$dir-gcc n tested=$1 only
+    # configure_and_build and run_tests set these: keep this compiler's.
     local configure_us=$configure_us build_us=$build_us warnings=$warnings build_state=$build_state
+    local ours=$test_pass
+    local test_us=$test_us test_result=$test_result test_pass=$test_pass
     dir=$gcc_dir
     unpack "$project" "$gcc_dir" >/dev/null
-    echo "==> $project: configure and build with CC=gcc CFLAGS=\"$gcc_cflags\" (warnings compared)"
+    echo "==> $project: configure and build with CC=gcc CFLAGS=\"$gcc_cflags\" (warnings and tests compared)"
     if ! configure_and_build gcc "$gcc_cflags"; then
-        dir=$ours
+        dir=$ours_dir
         compare_result="gcc's build FAILED ($gcc_dir)"
         return 1
     fi
-    dir=$ours
-    diff <(normalised_warnings "$gcc_dir") <(normalised_warnings "$ours") |
+    gcc_build_us=$build_us
+    echo "==> $project: test suite of gcc's build"
+    run_tests || true
+    gcc_test_pass=$test_pass
+    test_pass=$ours
+    dir=$ours_dir
+    diff <(normalised_warnings "$gcc_dir") <(normalised_warnings "$ours_dir") |
         sed -n 's/^< /- /p; s/^> /+ /p' >"$dir/warnings-diff.txt" || true
     n=$(wc -l <"$dir/warnings-diff.txt")
-    if ((n == 0)); then
-        compare_result="warnings as gcc's"
-    else
-        compare_result="$n warning differences (see $dir/warnings-diff.txt)"
-        sed 's/^/    /' "$dir/warnings-diff.txt"
-        return 1
+    wdiff=$n
+    compare_result="gcc: build $(secs "$gcc_build_us") s"
+    if $tested; then
+        [[ $project == bc ]] && bc_compare_outputs "$gcc_dir"
+        ours_pass=$test_pass
+        tests_vs="$test_pass PASS / $gcc_test_pass with gcc"
+        compare_result+=", tests: $tests_vs"
+        LC_ALL=C comm -13 "$dir/tests-passed.txt" "$gcc_dir/tests-passed.txt" \
+            >"$dir/tests-gcc-only.txt"
+        only=$(wc -l <"$dir/tests-gcc-only.txt")
+        if ((only > 0)); then
+            compare_result+=" (passing with gcc only: $(head -n 10 "$dir/tests-gcc-only.txt" | tr '\n' ' ')"
+            ((only > 10)) && compare_result+="and $((only - 10)) more "
+            compare_result="${compare_result% }; all in $dir/tests-gcc-only.txt)"
+            n=$((n + 1))
+        fi
     fi
+    if ((wdiff == 0)); then
+        compare_result+=", warnings as gcc's"
+    else
+        compare_result+=", $wdiff warning differences (see $dir/warnings-diff.txt)"
+        sed 's/^/    /' "$dir/warnings-diff.txt"
+    fi
+    ((n == 0))
 }
 
+# Wall-clock ratio of two durations in microseconds, e.g. "2.4x".
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
+
 summaries=()
+rows=()
 failed=0
 for project in "${projects[@]}"; do
     dir=$work/$project
     configure_us=0 build_us=0 test_us=0 warnings=0 build_state='' test_result='' sites_result=''
-    compare_result=''
+    compare_result='' units=- sites=- gcc_build_us=0 gcc_test_pass=- wdiff=- tests_vs=- test_pass=0
+    ours_pass=-
+    tested=false
     if [[ -e $dir-gcc && ! -e $dir-gcc/.sampler-corpus ]]; then
         die "$dir-gcc exists and was not made by corpus.sh; not wiping it"
     fi
@@ -329,6 +494,8 @@ for project in "${projects[@]}"; do
     if configure_and_build; then
         echo "==> $project: test suite"
         run_tests || failed=1
+        tested=true
+        ours_pass=$test_pass
         if $sites_check; then
             echo "==> $project: sites check"
             sites_check || failed=1
@@ -339,16 +506,28 @@ for project in "${projects[@]}"; do
         line="$project: $build_state, $warnings warnings, tests not run"
     fi
     [[ -n $sites_result ]] && line+=", $sites_result"
-    if $compare_warnings && [[ -n $build_state && $build_state != *FAILED* ]]; then
-        compare_with_gcc || failed=1
+    if $compare_warnings; then
+        compare_with_gcc "$tested" || failed=1
         line+=", $compare_result"
     fi
     line+=", logs: $dir"
     echo "$line"
     summaries+=("$line")
+    build_col="$(secs "$build_us") s"
+    if [[ $build_state == *FAILED* ]]; then
+        build_col="FAILED"
+    elif ((gcc_build_us > 0)); then
+        build_col+=" / $(secs "$gcc_build_us") s gcc ($(ratio "$build_us" "$gcc_build_us"))"
+    fi
+    [[ $tests_vs == - ]] && tests_vs="$ours_pass PASS"
+    rows+=("$(printf '%-6s | %-7s | %-6s | %-30s | %-22s | %s' "$project" "$units" "$sites" \
+        "$build_col" "$tests_vs" "$wdiff")")
 done
 
 echo
 echo "==> summary (CC=$cc CFLAGS=\"$cflags\")"
 printf '%s\n' "${summaries[@]}"
+echo
+printf '%-6s | %-7s | %-6s | %-30s | %-22s | %s\n' project units sites build tests "warning diffs"
+printf '%s\n' "${rows[@]}"
 exit "$failed"
