@@ -792,14 +792,17 @@ fn value_type(ty: Type<'_>) -> ValueType {
 }
 
 /// A type's spelling without its top-level qualifiers (leading ones for
-/// plain types, trailing ones for pointers).
+/// plain types, trailing ones for pointers: the leading `const` of
+/// `const char *` qualifies the pointee and stays).
 fn unqualified(spelling: &str) -> String {
     const QUALIFIERS: [&str; 4] = ["const", "volatile", "restrict", "__restrict"];
     let mut text = spelling.trim();
+    let pointer = text.contains('*');
     loop {
         let before = text;
         for qualifier in QUALIFIERS {
-            if let Some(rest) = text.strip_prefix(qualifier)
+            if !pointer
+                && let Some(rest) = text.strip_prefix(qualifier)
                 && rest.starts_with(' ')
             {
                 text = rest.trim_start();

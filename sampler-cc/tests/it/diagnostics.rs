@@ -370,3 +370,26 @@ fn address_taken_locals_compared_without_uninitialized_warnings() {
         "{table}"
     );
 }
+
+/// A pointer to `const` the unit writes and never reads (gnulib's
+/// progname.c in sed: `const char *program_name = NULL;` then
+/// `program_name = argv0;`): its temporary is declared with the type's
+/// spelling, which lost the pointee's `const` ("assignment discards 'const'
+/// qualifier from pointer target type").
+#[test]
+fn pointers_to_const_written_only_keep_their_pointee_qualifiers() {
+    let lab = Lab::new();
+    lab.write(
+        "progname.c",
+        "char const *program_name = 0;\n\
+         volatile int *const *watched;\n\
+         void set_program_name(const char *argv0, volatile int *const *w)\n\
+         {\n\
+         \x20   program_name = argv0;\n\
+         \x20   watched = w;\n\
+         }\n",
+    );
+    for level in ["-O0", "-O2"] {
+        same_warnings(&lab, "progname.c", &[level], &[]);
+    }
+}
