@@ -289,6 +289,14 @@ async fn receive_files(
                     Refusal::unavailable(format!("cannot write {}: {error}", file.path.display()))
                 })?;
         }
+        // tokio's file hands writes to a blocking thread: without a flush
+        // the last one may still be in flight when the file is read back
+        // (a build then read as a truncated ELF file, now and then).
+        tokio::io::AsyncWriteExt::flush(&mut out)
+            .await
+            .map_err(|error| {
+                Refusal::unavailable(format!("cannot write {}: {error}", file.path.display()))
+            })?;
         received.files.push(file);
     }
     if received.files.is_empty() {
