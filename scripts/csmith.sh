@@ -39,8 +39,10 @@
 #   timeout   runs out of time where gcc's build does not
 #
 # Prints one line per program and a summary: programs tried and skipped,
-# builds, runs, failures by kind and their seeds. Exit status: 0 when no
-# program failed, 1 otherwise, 2 on usage or setup errors.
+# builds, runs, failures by kind and their seeds; interrupted (Ctrl-C,
+# SIGTERM), it lets the programs under test finish and summarises those that
+# did. Exit status: 0 when no program failed, 1 otherwise, 2 on usage or
+# setup errors, 130 when interrupted without failures.
 #
 # Environment: SAMPLER_RUNTIME_DIR is unset, so that sampler-cc packages and
 # uses the runtime beside itself; sampler-cc and that runtime are then copied
@@ -293,6 +295,7 @@ export -f test_seed
 # One line per program, as it ends.
 report_seed() {
     local seed=$1 line
+    [[ -e $work/stop ]] && return 0
     test_seed "$seed" || echo "fail script error (status $?)" >"$work/results/$seed"
     while IFS= read -r line; do
         echo "seed $seed: $line"
@@ -303,13 +306,15 @@ export -f report_seed
 echo "==> $count programs (seeds $seed_start..$((seed_start + count - 1))), $jobs jobs, in $work"
 echo "==> sampler-cc: $tested_cc (copied to $cc)"
 t0=$SECONDS
-# Interrupted (SIGINT, SIGTERM): the programs that finished are summarised.
+# Interrupted (SIGINT, SIGTERM), the programs that finished are summarised.
 interrupted=false
 rm -f "$work"/results/*
+# The programs under test then finish, and no new one starts (WORK/stop).
+rm -f "$work/stop"
 seq "$seed_start" $((seed_start + count - 1)) | xargs -P "$jobs" -I{} bash -c 'report_seed {}' &
 xargs_pid=$!
-trap 'interrupted=true; kill "$xargs_pid" 2>/dev/null || true' INT TERM
-wait "$xargs_pid" || interrupted=true
+trap 'interrupted=true; : >"$work/stop"' INT TERM
+while ! wait "$xargs_pid" && kill -0 "$xargs_pid" 2>/dev/null; do :; done
 trap - INT TERM
 
 # --- summary ------------------------------------------------------------------
@@ -360,4 +365,7 @@ done
 if ((failed)); then
     echo "  seeds: ${failed_seeds[*]} (reproducers in $work/failures/)"
     exit 1
+fi
+if $interrupted; then
+    exit 130
 fi
