@@ -156,6 +156,8 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
     // Globals with external linkage some declaration of which defines them
     // here: `int g;`, `int g = 1;`, `extern int g = 1;`, not `extern int g;`.
     let mut defined_external: HashSet<usize> = HashSet::new();
+    // Extents of the static assertions inside function bodies.
+    let mut static_asserts: Vec<(usize, usize)> = Vec::new();
     for entity in tu.get_entity().get_children() {
         if entity.get_kind() == EntityKind::VarDecl {
             if let Some(global) = builder.variable(&entity, Storage::Global, usize::MAX) {
@@ -209,7 +211,7 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
             .filter(|child| child.get_kind() == EntityKind::ParmDecl)
             .filter_map(|param| builder.variable(param, Storage::Parameter, end))
             .collect();
-        let (nodes, body_id) = builder.function_body(body, &mut locals);
+        let (nodes, body_id) = builder.function_body(body, &mut locals, &mut static_asserts);
         unit.functions.push(Function {
             no_instrument: no_instrument.contains(&name),
             name,
@@ -225,6 +227,16 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
     for global in &mut unit.globals {
         global.defined_external = defined_external.contains(&global.key);
     }
+    // A static assertion is gcc's to judge and has no run-time code:
+    // sampler-cc leaves it as written. clang rejects some that gcc accepts
+    // (`_Static_assert(__builtin_add_overflow_p(INT_MAX, 1, (int) 0), "")`:
+    // a gcc builtin clang lacks, so not a constant for clang), which must
+    // not cost the function its instrumentation.
+    unit.errors.retain(|(at, _)| {
+        !static_asserts
+            .iter()
+            .any(|&(start, end)| (start..end).contains(at))
+    });
     Ok(unit)
 }
 
@@ -367,7 +379,12 @@ impl Builder<'_> {
 
     /// The body as an arena in pre-order (node 0 is the body), built
     /// without recursion: bodies nest thousands deep in generated code.
-    fn function_body(&self, body: Entity<'_>, locals: &mut Vec<Variable>) -> (Vec<Node>, NodeId) {
+    fn function_body(
+        &self,
+        body: Entity<'_>,
+        locals: &mut Vec<Variable>,
+        static_asserts: &mut Vec<(usize, usize)>,
+    ) -> (Vec<Node>, NodeId) {
         let mut nodes: Vec<Node> = Vec::new();
         let root = Role {
             statement: true,
@@ -379,6 +396,9 @@ impl Builder<'_> {
             let Some((start, end)) = self.extent(&entity) else {
                 continue;
             };
+            if entity.get_kind() == EntityKind::StaticAssert {
+                static_asserts.push((start, end));
+            }
             let children = entity.get_children();
             let extents: Vec<Option<(usize, usize)>> =
                 children.iter().map(|c| self.extent(c)).collect();

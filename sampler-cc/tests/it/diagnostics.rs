@@ -393,3 +393,58 @@ fn pointers_to_const_written_only_keep_their_pointee_qualifiers() {
         same_warnings(&lab, "progname.c", &[level], &[]);
     }
 }
+
+/// gcc's `__builtin_add_overflow_p`, which clang lacks, in a static
+/// assertion (gnulib's test-intprops.c) and in code: clang's rejection of
+/// the assertion must not leave the function uninstrumented (an error under
+/// `-fsampler-strict`), the assertion is left as written, and the builtin's
+/// call is no call-return site.
+#[test]
+fn gcc_only_builtins_in_static_assertions_keep_the_function_instrumented() {
+    let lab = Lab::new();
+    lab.write(
+        "overflow.c",
+        "#include <stdio.h>\n\
+         int sum(int a, int b)\n\
+         {\n\
+         \x20   _Static_assert(sizeof(int) == 4 ? 1 : 0, \"int\");\n\
+         \x20   _Static_assert(__builtin_add_overflow_p(2147483647, 1, (int) 0), \"wraps\");\n\
+         \x20   if (__builtin_add_overflow_p(a, b, (int) 0))\n\
+         \x20       return -1;\n\
+         \x20   return a + b;\n\
+         }\n\
+         int main(int argc, char **argv)\n\
+         {\n\
+         \x20   (void) argv;\n\
+         \x20   printf(\"%d %d\\n\", sum(argc, 2147483647), sum(argc, 2));\n\
+         \x20   return 0;\n\
+         }\n",
+    );
+    same_warnings(&lab, "overflow.c", &["-O2"], &[]);
+    let mut args = EVERY_SCHEME.to_vec();
+    args.extend(["-fsampler-strict", "-O2", "overflow.c", "-o", "overflow"]);
+    lab.cc(&args);
+    let output = lab.run(
+        "overflow",
+        &[],
+        "overflow.report",
+        &[("SAMPLER_SPARSITY", "1")],
+    );
+    assert_eq!(output, "-1 3\n");
+    let table = lab.site_table("overflow");
+    let interesting: Vec<&str> = table
+        .lines()
+        .filter(|line| line.contains("\tsum\t") || line.contains("\tmain\t"))
+        .collect();
+    assert_eq!(
+        interesting,
+        [
+            "LAB/overflow.c\t6\tsum\t3\t__builtin_add_overflow_p(a, b, (int) 0)",
+            "LAB/overflow.c\t2\tsum\t0",
+            "LAB/overflow.c\t10\tmain\t0",
+            "LAB/overflow.c\t13\tmain\t2\tprintf",
+            "LAB/overflow.c\t13\tmain\t2\tsum",
+            "LAB/overflow.c\t13\tmain\t2\tsum",
+        ]
+    );
+}
