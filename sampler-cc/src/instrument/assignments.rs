@@ -107,6 +107,13 @@ pub(super) fn unit_constants(functions: &[&Function]) -> Vec<i128> {
     constants
 }
 
+/// Lines that turn gcc's -Wuse-after-free off until the matching
+/// `#pragma GCC diagnostic pop` (-Wpragmas: gcc before 12 does not know the
+/// option).
+const WARNINGS_OFF: &str = "#pragma GCC diagnostic push\n\
+     #pragma GCC diagnostic ignored \"-Wpragmas\"\n\
+     #pragma GCC diagnostic ignored \"-Wuse-after-free\"\n";
+
 /// The first ancestor-or-self of `id` that is not a parenthesis or an
 /// implicit conversion.
 fn strip_up(function: &Function, mut id: NodeId) -> Option<NodeId> {
@@ -462,6 +469,13 @@ impl Context<'_> {
                                  __asm__(\"\" : \"+r\"(__cbi_p)); *__cbi_p; }})"
                             )
                         }
+                        // A pointer local or parameter that is set here is
+                        // read plainly, in code where gcc's -Wuse-after-free
+                        // is off (below). Not through its address: gcc would
+                        // then think a function's result may point to the
+                        // variable once inlined (-Wdangling-pointer, bc's
+                        // dc.c), and the variable would live in memory.
+                        "local-init" if pointer => candidate.clone(),
                         // A read gcc does not follow: reading a variable that
                         // may be uninitialised must not add a
                         // -Wmaybe-uninitialized warning, nor reading a
@@ -493,14 +507,25 @@ impl Context<'_> {
                     } else {
                         other
                     };
-                    let compare = format!(
-                        "__extension__ ({{ {ty} __cbi_o = {other}; {}; }})",
-                        self.increment(
-                            Scheme::ScalarPairs,
-                            *next,
-                            &format!("({new} > __cbi_o) + ({new} >= __cbi_o)")
-                        )
+                    let increment = self.increment(
+                        Scheme::ScalarPairs,
+                        *next,
+                        &format!("({new} > __cbi_o) + ({new} >= __cbi_o)"),
                     );
+                    let compare = if pointer && kind == "local-init" {
+                        // The pointer may have been freed: comparing its
+                        // value as an integer is what the user's program
+                        // cannot do, so gcc's warning about it is not the
+                        // user's. The pragmas (lines of their own; the
+                        // insertion puts the user's text back at its line
+                        // and column after them) cover only this read.
+                        format!(
+                            "__extension__ ({{ \n{WARNINGS_OFF}{ty} __cbi_o = {other};\n\
+                             #pragma GCC diagnostic pop\n{increment}; }})"
+                        )
+                    } else {
+                        format!("__extension__ ({{ {ty} __cbi_o = {other}; {increment}; }})")
+                    };
                     code.push_str(&self.observe(Scheme::ScalarPairs, *next, &compare));
                     code.push_str("; ");
                     found.sites.push((Scheme::ScalarPairs, site));

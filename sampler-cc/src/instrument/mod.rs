@@ -499,13 +499,16 @@ fn apply_insertions(
     events.sort_by_key(|a| (a.0, a.1, a.2, a.3));
     let mut copied = from;
     let mut events = events.into_iter().peekable();
+    // Whether a snippet since the last restore had lines of its own.
+    let mut multiline = false;
     while let Some((offset, _, _, _, snippet, replaced)) = events.next() {
         let offset = offset.max(from).max(copied).min(to);
         output.extend_from_slice(&text[copied..offset]);
         output.extend_from_slice(snippet.as_bytes());
+        multiline |= snippet.contains('\n');
         copied = (offset + replaced).min(to);
         // After the last snippet at this place, if the user's text goes on
-        // on this line.
+        // on this line (or on the next, after a snippet of several lines).
         let last_here = events
             .peek()
             .is_none_or(|next| next.0.max(from).min(to) > offset);
@@ -513,10 +516,11 @@ fn apply_insertions(
             && last_here
             && !snippet.is_empty()
             && copied < to
-            && text[copied] != b'\n'
+            && (text[copied] != b'\n' || multiline)
             && let Some(restore) = columns.restore(copied)
         {
             output.extend_from_slice(restore.as_bytes());
+            multiline = false;
         }
     }
     output.extend_from_slice(&text[copied..to]);

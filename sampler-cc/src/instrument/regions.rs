@@ -844,10 +844,7 @@ impl<'a> Planner<'a> {
                 self.stats.fall_back(reason);
                 continue;
             }
-            let ends_in_jump = matches!(
-                function.node(last).kind,
-                NodeKind::Jump(Jump::Break | Jump::Continue | Jump::Goto(_)) | NodeKind::Return
-            );
+            let ends_in_jump = never_falls_through(function, last);
             self.regions.push(Region {
                 shape: Shape::Run { ends_in_jump },
                 start,
@@ -1715,10 +1712,22 @@ impl Renderer<'_> {
                     if !text[node.start..].starts_with(name.as_bytes()) {
                         return Err("label spelling");
                     }
+                    // The copy's label is marked unused: a label reached
+                    // only from outside the region is reached at the slow
+                    // copy's (jq's regparse.c warned "defined but not used").
+                    let colon = skip_trivia(text, node.start + name.len());
+                    if text.get(colon) != Some(&b':') {
+                        return Err("label spelling");
+                    }
                     insertions.push(replacement(
                         node.start,
                         node.start + name.len(),
                         format!("__cbi_fast_{name}"),
+                    ));
+                    insertions.push(replacement(
+                        colon + 1,
+                        colon + 1,
+                        " __attribute__((__unused__))".to_owned(),
                     ));
                 }
                 _ => {}
@@ -1788,5 +1797,28 @@ fn replacement(start: usize, end: usize, text: String) -> Insertion {
         close: String::new(),
         replace: true,
         prologue: false,
+    }
+}
+
+/// Whether statement `id` cannot complete normally: a `break`, `continue`,
+/// `goto` or `return`, a block whose last statement cannot, a labelled such
+/// statement, an `if` whose branches both cannot (jq's `case JUMP: { ...
+/// break; }`: the countdown written back after such a run would be a
+/// statement gcc calls a fall-through into the next case).
+fn never_falls_through(function: &Function, id: NodeId) -> bool {
+    let node = function.node(id);
+    match &node.kind {
+        NodeKind::Jump(Jump::Break | Jump::Continue | Jump::Goto(_)) | NodeKind::Return => true,
+        NodeKind::Compound | NodeKind::Labelled(_) => node
+            .children
+            .last()
+            .is_some_and(|&last| never_falls_through(function, last)),
+        NodeKind::If => {
+            node.children.len() == 3
+                && node.children[1..]
+                    .iter()
+                    .all(|&branch| never_falls_through(function, branch))
+        }
+        _ => false,
     }
 }

@@ -448,3 +448,137 @@ fn gcc_only_builtins_in_static_assertions_keep_the_function_instrumented() {
         ]
     );
 }
+
+/// bc's dc.c: a pointer compared with a pointer parameter, in a function
+/// gcc inlines whose result is stored in a global. Reading the parameter
+/// through its address made gcc warn that the result may point to the
+/// parameter (-Wdangling-pointer) three times.
+#[test]
+fn comparing_with_a_pointer_parameter_adds_no_dangling_pointer() {
+    let lab = Lab::new();
+    lab.write(
+        "base.c",
+        "#include <string.h>\n\
+         static char *basename_of(char *s, int c)\n\
+         {\n\
+         \x20   char *p = strrchr(s, c);\n\
+         \x20   if (p == NULL)\n\
+         \x20       return s;\n\
+         \x20   return p + 1;\n\
+         }\n\
+         const char *progname;\n\
+         int main(int argc, char **argv)\n\
+         {\n\
+         \x20   (void) argc;\n\
+         \x20   progname = basename_of(*argv, '/');\n\
+         \x20   return strcmp(progname, \"base\") != 0;\n\
+         }\n",
+    );
+    for optimise in ["-O0", "-O2", "-O3"] {
+        same_warnings(&lab, "base.c", &[optimise, "-g"], &[]);
+    }
+    let mut args = EVERY_SCHEME.to_vec();
+    args.extend([
+        "-fsampler-strict",
+        "-fno-sample",
+        "-O2",
+        "base.c",
+        "-o",
+        "base",
+    ]);
+    lab.cc(&args);
+    lab.run("base", &[], "base.report", &[]);
+    let counts = lab.resolve("base.report", &["base"]);
+    // `p` is set once, to one past the path's last '/' in `s`: greater.
+    let row = counts
+        .lines()
+        .find(|line| {
+            line.contains("\t4\tbasename_of\t") && line.contains("\tp\tlocal\tdirect\ts\t")
+        })
+        .unwrap_or_else(|| panic!("no p-s row in {counts}"));
+    assert!(row.ends_with("\t0\t0\t1"), "{row}");
+}
+
+/// jq's shapes: a case whose block ends in `break` (execute.c), one whose
+/// `if` ends in jumps on both branches, and a label reached only from
+/// outside the region holding it (oniguruma's regparse.c, jv_dtoa.c): no
+/// fall-through, no unused label of the region's fast copy, no
+/// maybe-uninitialized countdown; and the program still computes the same.
+#[test]
+fn blocks_ending_in_jumps_and_labels_reached_from_outside_add_no_warnings() {
+    let lab = Lab::new();
+    lab.write(
+        "vm.c",
+        "#include <stdio.h>\n\
+         #include <stdlib.h>\n\
+         void emit(int v)\n\
+         {\n\
+         \x20   if (v > 100)\n\
+         \x20       puts(\"big\");\n\
+         }\n\
+         int run(const unsigned char *pc, int n)\n\
+         {\n\
+         \x20   int acc = 0;\n\
+         \x20   for (int i = 0; i < n; i++) {\n\
+         \x20       switch (pc[i]) {\n\
+         \x20       case 0: {\n\
+         \x20           int offset = pc[i] + 1;\n\
+         \x20           acc += offset;\n\
+         \x20           if (acc > 50)\n\
+         \x20               goto end_char;\n\
+         \x20           break;\n\
+         \x20       }\n\
+         \x20       case 1: {\n\
+         \x20           int offset = acc * 2;\n\
+         \x20           if (offset > 10) {\n\
+         \x20               acc -= 3;\n\
+         \x20               break;\n\
+         \x20           } else {\n\
+         \x20               acc += offset;\n\
+         \x20               continue;\n\
+         \x20           }\n\
+         \x20       }\n\
+         \x20       case 2:\n\
+         \x20           acc++;\n\
+         \x20           acc *= 3;\n\
+         \x20       end_char:\n\
+         \x20           acc--;\n\
+         \x20           acc ^= 1;\n\
+         \x20           break;\n\
+         \x20       default:\n\
+         \x20           acc = 0;\n\
+         \x20           emit(acc);\n\
+         \x20       }\n\
+         \x20   }\n\
+         \x20   return acc;\n\
+         }\n\
+         int main(int argc, char **argv)\n\
+         {\n\
+         \x20   unsigned char code[64];\n\
+         \x20   int n = 0;\n\
+         \x20   for (int i = 1; i < argc && n < 64; i++)\n\
+         \x20       code[n++] = (unsigned char) atoi(argv[i]);\n\
+         \x20   printf(\"%d\\n\", run(code, n));\n\
+         \x20   return 0;\n\
+         }\n",
+    );
+    for optimise in ["-O0", "-O2"] {
+        same_warnings(&lab, "vm.c", &[optimise, "-Wimplicit-fallthrough"], &[]);
+    }
+    let args = ["0", "1", "2", "1", "2", "2", "0", "1", "2", "3", "2"];
+    let plain = lab
+        .command("gcc")
+        .args(["-O2", "vm.c", "-o", "vm-gcc"])
+        .output()
+        .unwrap();
+    assert!(plain.status.success(), "{plain:?}");
+    let expected = lab.run("vm-gcc", &args, "unused.report", &[]);
+    assert_eq!(expected, "3\n");
+    let mut cc = EVERY_SCHEME.to_vec();
+    cc.extend(["-fsampler-strict", "-O2", "vm.c", "-o", "vm"]);
+    lab.cc(&cc);
+    for sparsity in ["1", "3", "1000"] {
+        let output = lab.run("vm", &args, "vm.report", &[("SAMPLER_SPARSITY", sparsity)]);
+        assert_eq!(output, expected, "sparsity {sparsity}");
+    }
+}
