@@ -188,7 +188,7 @@ const fn valued(
 pub const FLAGS: &[FlagGroup] = &[
     FlagGroup {
         flags: &[valued("-fsampler-scheme=", "NAME", |o, v| o.add_scheme(v))],
-        meaning: "instrument this scheme (repeatable): {schemes}; default {default}",
+        meaning: "instrument this scheme (repeatable): {schemes}, or all of them; default {default}",
     },
     FlagGroup {
         flags: &[
@@ -428,6 +428,14 @@ impl Options {
     }
 
     fn add_scheme(&mut self, value: &str) -> Result<(), OptionError> {
+        if value == "all" {
+            for &scheme in &SUPPORTED_SCHEMES {
+                if !self.schemes.contains(&scheme) {
+                    self.schemes.push(scheme);
+                }
+            }
+            return Ok(());
+        }
         let available = || names(&SUPPORTED_SCHEMES);
         let scheme = match Scheme::from_name(value) {
             Some(scheme) if SUPPORTED_SCHEMES.contains(&scheme) => scheme,
@@ -596,6 +604,24 @@ mod tests {
         assert_eq!(
             parse(&[]).unwrap().active_schemes(),
             vec![Scheme::Branches, Scheme::Returns]
+        );
+    }
+
+    #[test]
+    fn all_names_every_scheme() {
+        let options = parse(&["-fsampler-scheme=returns", "-fsampler-scheme=all"]).unwrap();
+        assert_eq!(
+            options.active_schemes(),
+            vec![
+                Scheme::ScalarPairs,
+                Scheme::Atoms,
+                Scheme::Branches,
+                Scheme::Bounds,
+                Scheme::FunctionEntries,
+                Scheme::Returns,
+                Scheme::FloatKinds,
+                Scheme::GObjectUnref,
+            ]
         );
     }
 
