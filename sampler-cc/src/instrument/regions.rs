@@ -39,7 +39,8 @@
 //! Cloning needs no hoisting: declarations keep their blocks (a run that
 //! does not reach the end of its block holds no declaration), labels at
 //! the head of a run stay outside it, named labels inside are renamed in
-//! FAST (jumps from outside land in SLOW), `case` labels of an outer
+//! FAST (a label a jump from outside reaches keeps its region from being
+//! cloned: that jump would enter SLOW unsampled), `case` labels of an outer
 //! `switch` and `static` locals keep their statement out of regions, and
 //! functions with computed `goto`, local labels or `setjmp` are not cloned.
 //! Everything else keeps its per-site checks: always correct, only slower.
@@ -662,7 +663,10 @@ impl<'a> Planner<'a> {
         }
         let end = statement_end(self.function, self.text, id).unwrap_or(node.end);
         let spelled = &self.text[node.start..end.max(node.start)];
-        spelled.starts_with(b"__attribute__") && spelled.windows(11).any(|w| w == b"fallthrough")
+        // GNU `__attribute__((fallthrough))` or C23 `[[fallthrough]]`
+        // (gnulib's FALLTHROUGH with gcc 12 is `[[__fallthrough__]]`).
+        (spelled.starts_with(b"__attribute__") || spelled.starts_with(b"[["))
+            && spelled.windows(11).any(|w| w == b"fallthrough")
     }
 
     /// The statement under `id`'s labels.
@@ -973,6 +977,19 @@ impl<'a> Planner<'a> {
                     {
                         return Some("backward goto");
                     }
+                }
+                // A jump from outside would enter SLOW without the
+                // region's test: its local unset (the write-back at the
+                // end would store garbage in the countdown: jq's
+                // jv_dtoa.c, "may be used uninitialized"), and every site
+                // after the label observed on that path, unsampled.
+                NodeKind::Labelled(Label::Named(name))
+                    if function.nodes.iter().any(|other| {
+                        matches!(&other.kind, NodeKind::Jump(Jump::Goto(target)) if target == name)
+                            && (other.start < start || other.end > end)
+                    }) =>
+                {
+                    return Some("label reached from outside");
                 }
                 // gcc says "implicit declaration" at the first call only,
                 // which would be the fast copy's, in system-header text.

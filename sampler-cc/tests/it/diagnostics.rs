@@ -582,3 +582,146 @@ fn blocks_ending_in_jumps_and_labels_reached_from_outside_add_no_warnings() {
         assert_eq!(output, expected, "sparsity {sparsity}");
     }
 }
+
+/// gnulib's FALLTHROUGH is the C23 attribute `[[__fallthrough__]]` with gcc
+/// 12 (sed's and grep's quotearg.c): it must stay just before its label, as
+/// `__attribute__((fallthrough))` does, with no warning either way.
+#[test]
+fn c23_fallthrough_attributes_stay_before_their_labels() {
+    let lab = Lab::new();
+    lab.write(
+        "style.c",
+        "#include <stdbool.h>\n\
+         enum style { c_maybe, c_style, shell, other };\n\
+         int helper(int c);\n\
+         int quote(enum style style, bool elide, int c)\n\
+         {\n\
+         \x20   int n = helper(c);\n\
+         \x20   switch (style) {\n\
+         \x20   case c_maybe:\n\
+         \x20       style = c_style;\n\
+         \x20       elide = true;\n\
+         \x20       [[__fallthrough__]];\n\
+         \x20   case c_style:\n\
+         \x20       n += c * 2;\n\
+         \x20       n -= elide;\n\
+         \x20       __attribute__ ((__fallthrough__));\n\
+         \x20   case shell:\n\
+         \x20       n++;\n\
+         \x20       break;\n\
+         \x20   default:\n\
+         \x20       n = helper(style);\n\
+         \x20   }\n\
+         \x20   return n;\n\
+         }\n",
+    );
+    for optimise in ["-O0", "-O2"] {
+        same_warnings(
+            &lab,
+            "style.c",
+            &[optimise, "-g", "-Wimplicit-fallthrough"],
+            &[],
+        );
+    }
+}
+
+/// A label inside a region reached by a `goto` from outside it (jq's
+/// jv_dtoa.c `undfl:`): the jump used to enter the slow copy without the
+/// region's test, its countdown local unset ("may be used uninitialized",
+/// and garbage written back to the countdown) and every site after the
+/// label observed on that path whatever the sparsity. Such regions are not
+/// cloned: no warning, the program's output, and no observation at all at a
+/// sparsity of a billion.
+#[test]
+fn labels_reached_from_outside_a_region_are_not_entered_unsampled() {
+    let lab = Lab::new();
+    lab.write(
+        "jump.c",
+        "#include <stdio.h>\n\
+         #include <stdlib.h>\n\
+         int calls;\n\
+         int weigh(int x) { calls++; return x * 3; }\n\
+         int scale(int x, int y)\n\
+         {\n\
+         \x20   int r = weigh(x);\n\
+         \x20   if (y > 5)\n\
+         \x20       goto undfl;\n\
+         \x20   r = weigh(r + y);\n\
+         \x20   if (r > 7) {\n\
+         \x20       r -= 2;\n\
+         \x20       if (r & 1) {\n\
+         \x20undfl:\n\
+         \x20           r = 0;\n\
+         \x20           goto out;\n\
+         \x20       }\n\
+         \x20       r *= 2;\n\
+         \x20   }\n\
+         \x20   r = weigh(r);\n\
+         \x20out:\n\
+         \x20   return r;\n\
+         }\n\
+         int main(int argc, char **argv)\n\
+         {\n\
+         \x20   long total = 0;\n\
+         \x20   int n = argc > 1 ? atoi(argv[1]) : 1000;\n\
+         \x20   for (int i = 0; i < n; i++)\n\
+         \x20       total += scale(i % 7, i % 11);\n\
+         \x20   printf(\"%ld %d\\n\", total, calls);\n\
+         \x20   return 0;\n\
+         }\n",
+    );
+    for optimise in ["-O0", "-O2"] {
+        same_warnings(&lab, "jump.c", &[optimise], &[]);
+    }
+    let plain = lab
+        .command("gcc")
+        .args(["-O2", "jump.c", "-o", "jump-gcc"])
+        .output()
+        .unwrap();
+    assert!(plain.status.success(), "{plain:?}");
+    assert_eq!(
+        lab.run("jump-gcc", &[], "unused.report", &[]),
+        "53079 1832\n"
+    );
+    let mut args = EVERY_SCHEME.to_vec();
+    args.extend(["-fsampler-strict", "-O2", "jump.c", "-o", "jump"]);
+    lab.cc(&args);
+    let output = lab.run(
+        "jump",
+        &[],
+        "jump.report",
+        &[("SAMPLER_SPARSITY", "1000000000")],
+    );
+    assert_eq!(output, "53079 1832\n");
+    let samples = lab
+        .tool("extract-report")
+        .arg("samples")
+        .stdin(std::fs::File::open(lab.path("jump.report")).unwrap())
+        .output()
+        .unwrap();
+    assert!(samples.status.success(), "{samples:?}");
+    let text = String::from_utf8(samples.stdout).unwrap();
+    // Counters of every scheme but `bounds`, whose rows are a minimum and
+    // a maximum (never observed: i64::MAX and i64::MIN, checked below).
+    let mut observed = 0u64;
+    let mut scheme = "";
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("<samples ") {
+            scheme = rest.split("scheme=\"").nth(1).unwrap_or_default();
+            continue;
+        }
+        if line.starts_with('<') {
+            continue;
+        }
+        if scheme.starts_with("bounds") {
+            assert_eq!(line, "9223372036854775807\t-9223372036854775808", "{text}");
+            continue;
+        }
+        observed += line
+            .split('\t')
+            .map(|count| count.parse::<u64>().unwrap())
+            .sum::<u64>();
+    }
+    assert!(text.lines().count() > 20, "{text}");
+    assert_eq!(observed, 0, "{text}");
+}
