@@ -6,7 +6,8 @@
 #   scripts/corpus.sh [--cc PATH] [--cflags "FLAGS"] [--work DIR] [--jobs N]
 #                     [--sites-check] [--no-compare-warnings] [PROJECT...]
 #
-#   PROJECT        zlib, gzip, sed, grep, bc, jq (default: all, in that order);
+#   PROJECT        zlib, gzip, sed, grep, bc, jq, sqlite3 (default: all, in
+#                  that order);
 #                  name one to run it alone
 #   --cc PATH      compiler to build with (default: gcc), e.g. sampler-cc
 #   --cflags FLAGS CFLAGS given to configure, so that every compile and link
@@ -36,9 +37,11 @@
 #                            this repository)
 #
 # Sources are the pristine upstream tarballs (`*.orig.tar.*`) of Debian 12
-# (bookworm): zlib 1.2.13, gzip 1.12, sed 4.9, grep 3.8, bc 1.07.1, fetched
-# with `apt-get source --download-only`. That needs a deb-src entry; when run
-# as root the script adds one mirroring /etc/apt/sources.list.d/debian.sources.
+# (bookworm): zlib 1.2.13, gzip 1.12, sed 4.9, grep 3.8, bc 1.07.1, sqlite3
+# 3.40.1 (sqlite3_3.40.1.orig.tar.xz: upstream's full source tree with its Tcl
+# test suite, not the amalgamation), fetched with `apt-get source
+# --download-only`. That needs a deb-src entry; when run as root the script
+# adds one mirroring /etc/apt/sources.list.d/debian.sources.
 # jq is upstream's jq-1.8.2.tar.gz (with a generated configure), taken from
 # the PyPI sdist of the Python package jq 1.13.0, which bundles it
 # (`python3 -m pip download --no-deps --no-binary jq jq==1.13.0`).
@@ -56,6 +59,34 @@
 #          `bc -l FILE < /dev/null` (60 s limit); a script passes when it
 #          exits 0 and, built with --cc, prints exactly what gcc's bc prints
 #   jq     ./configure --with-oniguruma=builtin --disable-docs; make; make check
+#   sqlite3
+#          ./configure; make all testprogs; make -k test, as the unprivileged
+#          user (as sed; the Tcl suite refuses root: "Tests do not work when
+#          run as root"). Plain ./configure as upstream's README has it (Tcl
+#          found through its tclConfig.sh; the default amalgamation build);
+#          Debian's package configures with --disable-amalgamation and a list
+#          of -DSQLITE_ENABLE_* options, but runs no tests. The test
+#          programs (testfixture, fuzzcheck, sessionfuzz, srcck1, the shell,
+#          sqlite3_analyzer, sqldiff, ...) are built by `make testprogs` in
+#          the build step, with -jN, so that their warnings are compared
+#          too; most compile sqlite3.c themselves, in one compile-and-link
+#          command that leaves no object for the sites check (which sees
+#          the library's sqlite3.o and tclsqlite.o, PIC and not). `make
+#          test` is upstream's standard target: fuzzcheck on test/fuzzdata*.db,
+#          sessionfuzz, srcck1 on sqlite3.c, then the Tcl suite
+#          test/veryquick.test (about 2 min with gcc here, serial as
+#          upstream runs it); -k so that one failing part does not skip the
+#          others. Tests passed: the Tcl suite's M - N of its "N errors out
+#          of M tests" plus fuzzcheck's M of "fuzzcheck: 0 errors out of M
+#          tests" (it stops at its first error); tests-passed.txt names each
+#          Tcl test printed "NAME... Ok", each fuzzdata*.db fuzzcheck ran
+#          through, sessionfuzz (" N cases, 0 crashes") and srcck1 (the
+#          names pager1-16.1.N, where N counts from the length L of the test
+#          database's path, which differs in WORK/sqlite3-gcc, are listed as
+#          pager1-16.1.L-5 ... L+19). Failing tests are named from the
+#          suite's "!Failures on these tests:" line. Needs Tcl (tclsh and
+#          tclConfig.sh: the Debian package tcl-dev), installed with apt-get
+#          when missing and run as root.
 #
 # Per project it writes configure.log, configure-results.txt (what configure
 # decided: diff it against a plain-gcc run), build.log, warnings.txt,
@@ -85,7 +116,7 @@ jobs=2
 sites_check=
 compare_warnings=true
 cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
-all_projects=(zlib gzip sed grep bc jq)
+all_projects=(zlib gzip sed grep bc jq sqlite3)
 test_user=sampler-corpus
 projects=()
 
@@ -107,7 +138,7 @@ while (($#)); do
         --no-compare-warnings) compare_warnings=false; shift ;;
         -h | --help) usage; exit 0 ;;
         -*) die "unknown option $1 (see --help)" ;;
-        zlib | gzip | sed | grep | bc | jq) projects+=("$1"); shift ;;
+        zlib | gzip | sed | grep | bc | jq | sqlite3) projects+=("$1"); shift ;;
         *) die "unknown project $1 (known: ${all_projects[*]})" ;;
     esac
 done
@@ -199,6 +230,29 @@ unpack() {
     echo "==> $project: $(basename "$tarball") unpacked into $dir/src"
 }
 
+# sqlite3's test suite builds testfixture against Tcl: makes sure tclsh and a
+# tclConfig.sh (where sqlite's configure looks) exist, installing tcl-dev as root.
+ensure_tcl() {
+    tcl_found() {
+        local pattern
+        command -v tclsh >/dev/null || return 1
+        for pattern in /usr/lib/tclConfig.sh '/usr/lib/*/tclConfig.sh' \
+            '/usr/lib/tcl8.*/tclConfig.sh' /usr/local/lib/tclConfig.sh; do
+            compgen -G "$pattern" >/dev/null && return 0
+        done
+        return 1
+    }
+    tcl_found && return 0
+    ((EUID == 0)) || die "sqlite3's test suite needs Tcl (tclsh and tclConfig.sh):" \
+        "install the Debian package tcl-dev"
+    echo "==> installing tcl-dev (Tcl, for sqlite3's test suite): apt-get install -y tcl-dev"
+    if ! apt-get install -y -qq tcl-dev >/dev/null; then
+        apt-get update -qq
+        apt-get install -y -qq tcl-dev >/dev/null || die "apt-get install tcl-dev failed"
+    fi
+    tcl_found || die "still no tclsh or tclConfig.sh after installing tcl-dev"
+}
+
 # --- build and test -------------------------------------------------------
 
 # Runs "$@" in $dir/src, output to log $1 (a file name in $dir); returns its status.
@@ -216,7 +270,7 @@ configure_and_build() {
     local cc=${1:-$cc} cflags=${2:-$cflags}
     case $project in
         zlib) run_logged configure.log env CC="$cc" CFLAGS="$cflags" ./configure || status=$? ;;
-        gzip | sed | grep | bc)
+        gzip | sed | grep | bc | sqlite3)
             run_logged configure.log ./configure CC="$cc" CFLAGS="$cflags" || status=$? ;;
         jq) run_logged configure.log ./configure CC="$cc" CFLAGS="$cflags" \
                 --with-oniguruma=builtin --disable-docs || status=$? ;;
@@ -228,10 +282,17 @@ configure_and_build() {
     fi
     configure_us=$(($(now_us) - t0))
     configure_results
+    # sqlite3's configure goes on without Tcl, and testfixture then cannot be built.
+    if [[ $project == sqlite3 ]] && ! grep -q '^HAVE_TCL = 1' "$dir/src/Makefile"; then
+        build_state="configure found no Tcl (HAVE_TCL not 1 in Makefile; install tcl-dev)"
+        return 1
+    fi
     # V=1: full compile commands in the log (gzip uses automake silent rules).
     # bc: the tarball's bc.info is older than bc.texi's timestamp allows; no makeinfo.
+    # sqlite3: the test programs too (see the header).
     local extra=()
     [[ $project == bc ]] && extra=(MAKEINFO=true)
+    [[ $project == sqlite3 ]] && extra=(all testprogs)
     run_logged build.log make -j"$jobs" V=1 "${extra[@]}" || status=$?
     build_us=$(($(now_us) - t0))
     grep 'warning:' "$dir/build.log" >"$dir/warnings.txt" || true
@@ -256,6 +317,8 @@ configure_results() {
         sed | grep | bc) grep -E '^#define ' "$dir/src/config.h" >"$out" || true ;;
         jq) grep -hE '^(#define |DEFS = )' "$dir/src/Makefile" "$dir/src/vendor/oniguruma/src/config.h" \
                 >"$out" || true ;;
+        sqlite3) grep -hE '^(#define |(BCC|CFLAGS|LIBTCL|READLINE_FLAGS|LIBREADLINE|TLIBS|TEMP_STORE|OPT_FEATURE_FLAGS|HAVE_TCL|TCLSH_CMD|USE_AMALGAMATION) = )' \
+                "$dir/src/sqlite_cfg.h" "$dir/src/Makefile" >"$out" || true ;;
     esac
 }
 
@@ -298,7 +361,7 @@ automake_results() {
 # Runs the test suite of $project; sets test_us, test_result, test_pass (the
 # number of tests passed; their names in $dir/tests-passed.txt); fails if it did.
 run_tests() {
-    local t0 status=0 ok=() joined pass=0 fail=0 other failed_tests t
+    local t0 status=0 ok=() joined pass=0 fail=0 other failed_tests t sqlite_pass=0
     t0=$(now_us)
     : >"$dir/tests-passed.txt"
     case $project in
@@ -354,10 +417,92 @@ run_tests() {
             ((fail > 0)) && test_result+=" ($failed_tests)"
             ((status == 0 && fail == 0)) || { test_result="FAILED: $test_result"; status=1; }
             ;;
+        sqlite3)
+            run_unprivileged test.log make -k test || status=$?
+            sqlite_results
+            ;;
     esac
     test_pass=$(wc -l <"$dir/tests-passed.txt")
+    [[ $project == sqlite3 ]] && test_pass=$sqlite_pass
     test_us=$(($(now_us) - t0))
     return "$status"
+}
+
+# Reads sqlite3's test.log and test-out.txt (see the header): sets
+# test_result, sqlite_pass and status (1 when a part failed or did not run),
+# writes $dir/tests-passed.txt.
+sqlite_results() {
+    local log=$dir/test.log out=$dir/src/test-out.txt summary fuzz n m part src
+    local testdb=/testdir/test.db
+    local parts=() broken=() names=()
+    # The Tcl suite: "N errors out of M tests on HOST ..." and the names.
+    # pager1-16.1.N counts N from L, the length of the test database's full
+    # path (SRC/testdir/test.db), L-5 to L+19, which differs between
+    # WORK/sqlite3 and WORK/sqlite3-gcc: named pager1-16.1.L-5 ... L+19.
+    if [[ -e $out ]]; then
+        src=$(cd "$dir/src" && pwd -P)
+        sed -n 's/^\([^ ]*\)\.\.\. Ok$/\1/p' "$out" |
+            awk -v len=$((${#src} + ${#testdb})) '/^pager1-16\.1\.[0-9]+$/ {
+                    d = substr($0, 13) - len
+                    $0 = "pager1-16.1.L" (d > 0 ? "+" d : d < 0 ? d : "")
+                } { print }' >"$dir/tests-passed.tmp"
+    else
+        : >"$dir/tests-passed.tmp"
+    fi
+    summary=$(grep -E '^[0-9]+ errors out of [0-9]+ tests' "$log" | tail -n 1 || true)
+    if [[ -n $summary ]]; then
+        read -r n _ _ _ m _ <<<"$summary"
+        sqlite_pass=$((m - n))
+        parts+=("Tcl: $n errors out of $m tests")
+        if ((n > 0)); then
+            read -ra names < <(sed -n 's/^!Failures on these tests: *//p' "$log" | tail -n 1)
+            broken+=("${names[@]}")
+        fi
+    else
+        # testfixture died or never ran: its Ok lines are all we have.
+        sqlite_pass=$(wc -l <"$dir/tests-passed.tmp")
+        part=$(tail -n 1 "$out" 2>/dev/null | sed 's/\.\.\..*//' || true)
+        parts+=("Tcl: no \"errors out of\" line, $sqlite_pass Ok${part:+, stopped at $part}")
+        broken+=(testfixture)
+    fi
+    # fuzzcheck: one "DB: ... 100% - N tests" line per database, then
+    # "fuzzcheck: 0 errors out of M tests" (it exits at the first error).
+    grep -E '^fuzzdata[^ ]*\.db: .* - [0-9]+ tests$' "$log" | sed 's/:.*//; s/^/fuzzcheck:/' \
+        >>"$dir/tests-passed.tmp" || true
+    fuzz=$(sed -n 's/^fuzzcheck: 0 errors out of \([0-9]*\) tests.*/\1/p' "$log" | tail -n 1)
+    if [[ -n $fuzz ]]; then
+        sqlite_pass=$((sqlite_pass + fuzz))
+        parts+=("fuzzcheck: 0 errors out of $fuzz tests")
+    else
+        parts+=("fuzzcheck FAILED")
+        broken+=(fuzzcheck)
+    fi
+    if grep -qE '^[^ ]*: +[0-9]+ cases, 0 crashes$' "$log"; then
+        echo sessionfuzz >>"$dir/tests-passed.tmp"
+        parts+=("sessionfuzz: $(grep -oE '[0-9]+ cases, 0 crashes$' "$log" | tail -n 1)")
+    else
+        parts+=("sessionfuzz FAILED")
+        broken+=(sessionfuzz)
+    fi
+    # srcck1 prints nothing when sqlite3.c passes; make reports its failure.
+    if grep -q '^\./srcck1 sqlite3\.c$' "$log" && ! grep -q '^make: \*\*\* .*sourcetest\]' "$log"; then
+        echo srcck1 >>"$dir/tests-passed.tmp"
+        parts+=("srcck1 OK")
+    else
+        parts+=("srcck1 FAILED")
+        broken+=(srcck1)
+    fi
+    LC_ALL=C sort -u "$dir/tests-passed.tmp" >"$dir/tests-passed.txt"
+    rm -f "$dir/tests-passed.tmp"
+    test_result=$(printf '%s, ' "${parts[@]}")
+    test_result=${test_result%, }
+    if ((${#broken[@]})); then
+        test_result+="; failed: ${broken[*]}"
+    fi
+    if ((status != 0 || ${#broken[@]})); then
+        test_result="FAILED (status $status): $test_result"
+        status=1
+    fi
 }
 
 # NUL-separated list of the object files of the build tree: every *.o, and
@@ -477,6 +622,10 @@ compare_with_gcc() {
 # Wall-clock ratio of two durations in microseconds, e.g. "2.4x".
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
 
+if [[ " ${projects[*]} " == *" sqlite3 "* ]]; then
+    ensure_tcl
+fi
+
 summaries=()
 rows=()
 failed=0
@@ -520,7 +669,7 @@ for project in "${projects[@]}"; do
         build_col+=" / $(secs "$gcc_build_us") s gcc ($(ratio "$build_us" "$gcc_build_us"))"
     fi
     [[ $tests_vs == - ]] && tests_vs="$ours_pass PASS"
-    rows+=("$(printf '%-6s | %-7s | %-6s | %-30s | %-22s | %s' "$project" "$units" "$sites" \
+    rows+=("$(printf '%-7s | %-7s | %-6s | %-30s | %-22s | %s' "$project" "$units" "$sites" \
         "$build_col" "$tests_vs" "$wdiff")")
 done
 
@@ -528,6 +677,6 @@ echo
 echo "==> summary (CC=$cc CFLAGS=\"$cflags\")"
 printf '%s\n' "${summaries[@]}"
 echo
-printf '%-6s | %-7s | %-6s | %-30s | %-22s | %s\n' project units sites build tests "warning diffs"
+printf '%-7s | %-7s | %-6s | %-30s | %-22s | %s\n' project units sites build tests "warning diffs"
 printf '%s\n' "${rows[@]}"
 exit "$failed"
