@@ -352,9 +352,11 @@ impl Builder<'_> {
     ) -> Option<Variable> {
         let name = entity.get_name()?;
         let storage_class = entity.get_storage_class();
+        let key = self.variable_key(entity)?;
         Some(Variable {
             name,
-            key: self.variable_key(entity)?,
+            key,
+            declared_at: self.location(entity).unwrap_or(key),
             ty: value_type(entity.get_type()?),
             storage: match (storage, storage_class) {
                 (Storage::Local, Some(StorageClass::Static)) => Storage::StaticLocal,

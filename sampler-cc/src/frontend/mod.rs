@@ -48,6 +48,12 @@ pub struct Variable {
     /// Offset of the name in its (first) declaration: the key that
     /// [`NodeKind::VarRef`] and [`NodeKind::Decl`] refer to.
     pub key: usize,
+    /// Offset of the name in the declaration that makes the variable
+    /// visible to the code after it: for a global, its first file-scope
+    /// declaration (a block-scope `extern int g;` in an earlier function,
+    /// which may be the key, declares it for that block only: sqlite3's
+    /// `sqlite3_search_count`); for a local, the key.
+    pub declared_at: usize,
     pub ty: ValueType,
     pub storage: Storage,
     /// Locals: the end of the block that scopes the declaration.

@@ -653,11 +653,10 @@ impl Context<'_> {
             *key = (*key).max(v.key);
             map
         });
-        let globals = self
-            .candidate_globals
-            .iter()
-            .copied()
-            .filter(|v| v.key < function.start && !innermost.contains_key(v.name.as_str()));
+        let globals =
+            self.candidate_globals.iter().copied().filter(|v| {
+                v.declared_at < function.start && !innermost.contains_key(v.name.as_str())
+            });
         let locals = locals.iter().copied().filter(|v| {
             innermost.get(v.name.as_str()) == Some(&v.key)
                 && !v.ty.is_volatile

@@ -725,3 +725,69 @@ fn labels_reached_from_outside_a_region_are_not_entered_unsampled() {
     assert!(text.lines().count() > 20, "{text}");
     assert_eq!(observed, 0, "{text}");
 }
+
+/// sqlite3's `sqlite3_search_count`: declared `extern` inside one function
+/// before its file-scope definition. That block-scope declaration does not
+/// make it visible to the functions between the two, which must not read it
+/// (`scalar-pairs` and `atoms` did: "undeclared"); after the definition it
+/// is a candidate again.
+#[test]
+fn block_scope_extern_declarations_do_not_make_globals_visible_later() {
+    let lab = Lab::new();
+    lab.write(
+        "search.c",
+        "int h(int);\n\
+         int f(int a)\n\
+         {\n\
+         \x20   extern int counter;\n\
+         \x20   counter++;\n\
+         \x20   return a;\n\
+         }\n\
+         int g(int x)\n\
+         {\n\
+         \x20   int rc;\n\
+         \x20   rc = h(x);\n\
+         \x20   return rc;\n\
+         }\n\
+         int counter = 0;\n\
+         int k(int y)\n\
+         {\n\
+         \x20   int rc;\n\
+         \x20   rc = h(y);\n\
+         \x20   return rc;\n\
+         }\n",
+    );
+    for optimise in ["-O0", "-O2"] {
+        same_warnings(&lab, "search.c", &[optimise], &[]);
+    }
+    for scheme in ["-fsampler-scheme=atoms", "-fsampler-scheme=all"] {
+        lab.cc(&[
+            "-fsampler-strict",
+            scheme,
+            "-c",
+            "search.c",
+            "-o",
+            "search.o",
+        ]);
+    }
+    lab.cc(&[
+        "-fsampler-strict",
+        "-fsampler-scheme=scalar-pairs",
+        "-c",
+        "search.c",
+        "-o",
+        "search.o",
+    ]);
+    assert_eq!(
+        lab.site_table("search.o"),
+        "<sites unit=\"UNIT\" scheme=\"scalar-pairs\">\n\
+         LAB/search.c\t5\tf\t2\tcounter\tglobal\tdirect\ta\tlocal-init\n\
+         LAB/search.c\t5\tf\t2\tcounter\tglobal\tdirect\t0LL\tconst\n\
+         LAB/search.c\t11\tg\t2\trc\tlocal\tdirect\tx\tlocal-init\n\
+         LAB/search.c\t11\tg\t2\trc\tlocal\tdirect\t0LL\tconst\n\
+         LAB/search.c\t18\tk\t2\trc\tlocal\tdirect\tcounter\tglobal\n\
+         LAB/search.c\t18\tk\t2\trc\tlocal\tdirect\ty\tlocal-init\n\
+         LAB/search.c\t18\tk\t2\trc\tlocal\tdirect\t0LL\tconst\n\
+         </sites>\n"
+    );
+}
