@@ -428,22 +428,17 @@ impl Options {
     }
 
     fn add_scheme(&mut self, value: &str) -> Result<(), OptionError> {
-        if value == "all" {
-            for &scheme in &SUPPORTED_SCHEMES {
-                if !self.schemes.contains(&scheme) {
-                    self.schemes.push(scheme);
-                }
-            }
-            return Ok(());
-        }
         let available = || names(&SUPPORTED_SCHEMES);
-        let scheme = match Scheme::from_name(value) {
-            Some(scheme) if SUPPORTED_SCHEMES.contains(&scheme) => scheme,
+        let chosen: &[Scheme] = match Scheme::from_name(value) {
+            _ if value == "all" => &SUPPORTED_SCHEMES,
+            Some(scheme) if SUPPORTED_SCHEMES.contains(&scheme) => &[scheme],
             Some(_) => return Err(OptionError::UnsupportedScheme(value.into(), available())),
             None => return Err(OptionError::UnknownScheme(value.into(), available())),
         };
-        if !self.schemes.contains(&scheme) {
-            self.schemes.push(scheme);
+        for &scheme in chosen {
+            if !self.schemes.contains(&scheme) {
+                self.schemes.push(scheme);
+            }
         }
         Ok(())
     }

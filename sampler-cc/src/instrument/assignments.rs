@@ -450,6 +450,7 @@ impl Context<'_> {
                     }) else {
                         continue;
                     };
+                    let guarded = pointer && kind == "local-init";
                     let other = match kind {
                         "const" => constant_code(&candidate),
                         // A local whose address the user takes is not
@@ -475,7 +476,7 @@ impl Context<'_> {
                         // then think a function's result may point to the
                         // variable once inlined (-Wdangling-pointer, bc's
                         // dc.c), and the variable would live in memory.
-                        "local-init" if pointer => candidate.clone(),
+                        _ if guarded => candidate.clone(),
                         // A read gcc does not follow: reading a variable that
                         // may be uninitialised must not add a
                         // -Wmaybe-uninitialized warning, nor reading a
@@ -512,7 +513,7 @@ impl Context<'_> {
                         *next,
                         &format!("({new} > __cbi_o) + ({new} >= __cbi_o)"),
                     );
-                    let compare = if pointer && kind == "local-init" {
+                    let compare = if guarded {
                         // The pointer may have been freed: comparing its
                         // value as an integer is what the user's program
                         // cannot do, so gcc's warning about it is not the
