@@ -15,8 +15,7 @@ fn same_warnings(lab: &Lab, file: &str, flags: &[&str], expected: &[&str]) {
     let object = format!("{file}.o");
     let mut args = vec!["-Wall", "-Wextra", "-c", file, "-o", &object];
     args.extend_from_slice(flags);
-    let plain = lab.command("gcc").args(&args).output().unwrap();
-    assert!(plain.status.success(), "gcc {args:?}: {plain:?}");
+    let plain = lab.gcc(&args);
     assert_eq!(diagnostics(&plain.stderr), expected, "gcc {flags:?}");
     for sampling in SAMPLINGS {
         let mut ours_args = EVERY_SCHEME.to_vec();
@@ -566,12 +565,7 @@ fn blocks_ending_in_jumps_and_labels_reached_from_outside_add_no_warnings() {
         same_warnings(&lab, "vm.c", &[optimise, "-Wimplicit-fallthrough"], &[]);
     }
     let args = ["0", "1", "2", "1", "2", "2", "0", "1", "2", "3", "2"];
-    let plain = lab
-        .command("gcc")
-        .args(["-O2", "vm.c", "-o", "vm-gcc"])
-        .output()
-        .unwrap();
-    assert!(plain.status.success(), "{plain:?}");
+    lab.gcc(&["-O2", "vm.c", "-o", "vm-gcc"]);
     let expected = lab.run("vm-gcc", &args, "unused.report", &[]);
     assert_eq!(expected, "3\n");
     let mut cc = EVERY_SCHEME.to_vec();
@@ -673,12 +667,7 @@ fn labels_reached_from_outside_a_region_are_not_entered_unsampled() {
     for optimise in ["-O0", "-O2"] {
         same_warnings(&lab, "jump.c", &[optimise], &[]);
     }
-    let plain = lab
-        .command("gcc")
-        .args(["-O2", "jump.c", "-o", "jump-gcc"])
-        .output()
-        .unwrap();
-    assert!(plain.status.success(), "{plain:?}");
+    lab.gcc(&["-O2", "jump.c", "-o", "jump-gcc"]);
     assert_eq!(
         lab.run("jump-gcc", &[], "unused.report", &[]),
         "53079 1832\n"
@@ -693,14 +682,7 @@ fn labels_reached_from_outside_a_region_are_not_entered_unsampled() {
         &[("SAMPLER_SPARSITY", "1000000000")],
     );
     assert_eq!(output, "53079 1832\n");
-    let samples = lab
-        .tool("extract-report")
-        .arg("samples")
-        .stdin(std::fs::File::open(lab.path("jump.report")).unwrap())
-        .output()
-        .unwrap();
-    assert!(samples.status.success(), "{samples:?}");
-    let text = String::from_utf8(samples.stdout).unwrap();
+    let text = lab.samples("jump.report");
     // Counters of every scheme but `bounds`, whose rows are a minimum and
     // a maximum (never observed: i64::MAX and i64::MIN, checked below).
     let mut observed = 0u64;

@@ -5,20 +5,14 @@ use super::*;
 const HELLO: &str = "#include <stdio.h>\n/* a comment */\n#define TWICE(x) ((x) * 2)\nint twice(int x) { return TWICE(x); }\n";
 const MAIN: &str = "#include <stdio.h>\nint twice(int);\nint main(void) { printf(\"%d\\n\", twice(21)); return 0; }\n";
 
-fn gcc(lab: &Lab, args: &[&str]) -> Output {
-    let output = lab.command("gcc").args(args).output().unwrap();
-    assert!(output.status.success(), "gcc {args:?}: {output:?}");
-    output
-}
-
 #[test]
 fn preprocessing_and_dependencies_are_gcc_s() {
     let lab = Lab::new();
     lab.write("hello.c", HELLO);
     let ours = lab.cc(&["-fsampler-strict", "-E", "hello.c"]);
-    assert_eq!(ours.stdout, gcc(&lab, &["-E", "hello.c"]).stdout);
+    assert_eq!(ours.stdout, lab.gcc(&["-E", "hello.c"]).stdout);
     let ours = lab.cc(&["-fsampler-strict", "-M", "hello.c"]);
-    assert_eq!(ours.stdout, gcc(&lab, &["-M", "hello.c"]).stdout);
+    assert_eq!(ours.stdout, lab.gcc(&["-M", "hello.c"]).stdout);
 
     lab.cc(&[
         "-fsampler-strict",
@@ -32,12 +26,9 @@ fn preprocessing_and_dependencies_are_gcc_s() {
         "-o",
         "ours.o",
     ]);
-    gcc(
-        &lab,
-        &[
-            "-c", "-MD", "-MF", "gcc.d", "-MT", "target", "hello.c", "-o", "gcc.o",
-        ],
-    );
+    lab.gcc(&[
+        "-c", "-MD", "-MF", "gcc.d", "-MT", "target", "hello.c", "-o", "gcc.o",
+    ]);
     assert_eq!(
         std::fs::read(lab.path("ours.d")).unwrap(),
         std::fs::read(lab.path("gcc.d")).unwrap()
@@ -102,7 +93,7 @@ fn compile_and_link_forms() {
 
     // Probes pass straight through (`--version` adds a line: install.rs).
     let version = lab.cc(&["-dumpfullversion"]);
-    assert_eq!(version.stdout, gcc(&lab, &["-dumpfullversion"]).stdout);
+    assert_eq!(version.stdout, lab.gcc(&["-dumpfullversion"]).stdout);
 }
 
 #[test]
@@ -218,7 +209,7 @@ int options(int c, int level)
     ] {
         let mut args = vec!["-Wall", "-Wextra", "-c", "warn.c", "-o", "warn.o"];
         args.extend_from_slice(flags);
-        let plain = gcc(&lab, &args);
+        let plain = lab.gcc(&args);
         let expected = diagnostics(&plain.stderr);
         assert!(expected.len() >= 3, "{expected:?}");
         for sampling in ["-fsample", "-fno-sample", "-fsample-sites"] {

@@ -95,6 +95,13 @@ impl Lab {
         self.command(tools().bin.join(name))
     }
 
+    /// Plain gcc with `args`; panics unless it succeeds.
+    fn gcc(&self, args: &[&str]) -> Output {
+        let output = self.command("gcc").args(args).output().unwrap();
+        assert!(output.status.success(), "gcc {args:?}: {output:?}");
+        output
+    }
+
     /// sampler-cc with `args`; panics with its stderr unless it succeeds.
     fn cc(&self, args: &[&str]) -> Output {
         let output = self.command(sampler_cc()).args(args).output().unwrap();
@@ -129,13 +136,7 @@ impl Lab {
     /// [`Self::resolve`] through `tool` (`resolve-samples` or
     /// `resolve-timestamps`).
     fn resolve_with(&self, tool: &str, report: &str, binaries: &[&str]) -> String {
-        let samples = self
-            .tool("extract-report")
-            .arg("samples")
-            .stdin(std::fs::File::open(self.path(report)).unwrap())
-            .output()
-            .unwrap();
-        assert!(samples.status.success(), "extract-report: {samples:?}");
+        let samples = self.samples(report);
         let mut resolve = self
             .tool(tool)
             .args(binaries)
@@ -144,10 +145,22 @@ impl Lab {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        std::io::Write::write_all(resolve.stdin.as_mut().unwrap(), &samples.stdout).unwrap();
+        std::io::Write::write_all(resolve.stdin.as_mut().unwrap(), samples.as_bytes()).unwrap();
         let resolved = resolve.wait_with_output().unwrap();
         assert!(resolved.status.success(), "{tool}: {resolved:?}");
         self.stable(&String::from_utf8(resolved.stdout).unwrap())
+    }
+
+    /// `extract-report samples < report`: the report's counters.
+    fn samples(&self, report: &str) -> String {
+        let samples = self
+            .tool("extract-report")
+            .arg("samples")
+            .stdin(std::fs::File::open(self.path(report)).unwrap())
+            .output()
+            .unwrap();
+        assert!(samples.status.success(), "extract-report: {samples:?}");
+        String::from_utf8(samples.stdout).unwrap()
     }
 
     /// `text` with 32-digit signatures as `UNIT` and the lab's path as `LAB`.
