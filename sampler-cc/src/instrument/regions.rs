@@ -6,10 +6,12 @@
 //! (see [`super::weighty`]) and no loop. A run becomes
 //!
 //! ```c
-//! { int L; L = cbi_countdown;
-//!   if (__builtin_expect(L > W, 1)) { FAST } else { SLOW } cbi_countdown = L; }
+//! { int L; L = cbi_countdown - 1;
+//!   if (__builtin_expect(L >= W, 1)) { FAST } else { SLOW } cbi_countdown = L + 1; }
 //! ```
 //!
+//! (`L` holds the global countdown minus one, so that running out is the
+//! sign of its decrement: [`load_local`].)
 //! W is the most sites on any path through the region, SLOW is the region
 //! with its per-site checks on `L` (the global countdown is only touched to
 //! draw a sample), and FAST is the region with each site's code replaced
@@ -23,9 +25,9 @@
 //! top of each one:
 //!
 //! ```c
-//! { INIT; { int L; L = cbi_countdown;
-//!   for (;;) { if (__builtin_expect(L > W, 1)) { if (!(COND)) { cbi_countdown = L; break; } BODY STEP }
-//!              else { if (!(COND)) { cbi_countdown = L; break; } BODY STEP } } } }
+//! { INIT; { int L; L = cbi_countdown - 1;
+//!   for (;;) { if (__builtin_expect(L >= W, 1)) { if (!(COND)) { cbi_countdown = L + 1; break; } BODY STEP }
+//!              else { if (!(COND)) { cbi_countdown = L + 1; break; } BODY STEP } } } }
 //! ```
 //!
 //! The conditions and `for` steps of other loops, and the conditions of
@@ -52,7 +54,7 @@
 //! above) each execution of a region (a run, one loop
 //! iteration, one evaluation of an expression region, one pass over a
 //! declaration run) is one event of the countdown instead of each site:
-//! the test is `if (__builtin_expect(--L > 0, 1) || !DRAW) { FAST } else
+//! the test is `if (__builtin_expect(--L >= 0, 1) || !DRAW) { FAST } else
 //! { SLOW }`, where DRAW asks `cbi_sample()` whether this event is sampled
 //! (and draws the next countdown), FAST is the original code without any
 //! site code, and SLOW observes every site it reaches, unconditionally
@@ -323,13 +325,13 @@ fn use_function_local(
             prologue: true,
             ..Insertion::point(
                 body.start + 1,
-                format!("__extension__ int {local} = cbi_countdown;"),
+                format!("__extension__ int {};", load_local(local)),
             )
         },
     );
     insertions.push(Insertion::point(
         body.end - 1,
-        format!(" cbi_countdown = {local}; "),
+        format!(" {}; ", store_local(local)),
     ));
 }
 
@@ -384,7 +386,7 @@ fn store_before(function: &Function, text: &[u8], id: NodeId, local: &str) -> Op
         function.node(id).start,
         stop,
         0,
-        format!("{{ cbi_countdown = {local}; "),
+        format!("{{ {}; ", store_local(local)),
         " }".to_owned(),
     ))
 }
@@ -393,10 +395,10 @@ fn store_before(function: &Function, text: &[u8], id: NodeId, local: &str) -> Op
 /// (at least 1): the global one is only touched to draw a sample.
 fn local_check(local: &str, scale: u32) -> String {
     if scale == 1 {
-        format!("(__builtin_expect(--{local} <= 0, 0) && {} ? ", draw(local))
+        format!("(__builtin_expect(--{local} < 0, 0) && {} ? ", draw(local))
     } else {
         format!(
-            "(__builtin_expect(({local} -= {scale}) <= 0, 0) && {} ? ",
+            "(__builtin_expect(({local} -= {scale}) < 0, 0) && {} ? ",
             draw(local)
         )
     }
@@ -411,21 +413,45 @@ fn local_check(local: &str, scale: u32) -> String {
 fn region_test(local: &str, scale: u32) -> String {
     match scale {
         0 => "0".to_owned(),
-        1 => format!("__builtin_expect(--{local} > 0, 1) || !{}", draw(local)),
+        1 => format!("__builtin_expect(--{local} >= 0, 1) || !{}", draw(local)),
         s => format!(
-            "__builtin_expect(({local} -= {s}) > 0, 1) || !{}",
+            "__builtin_expect(({local} -= {s}) >= 0, 1) || !{}",
             draw(local)
         ),
     }
 }
 
+/// A local countdown holds the global one minus 1: the test "the
+/// countdown ran out" (global at or below 0 after the decrement) is then
+/// "the local went negative", the sign of the decrement itself, which gcc
+/// reads from the flags of the `sub` (`sub; js`), where `--L > 0` costs a
+/// `test` more on every event (callgrind on zlib's `longest_match`: two of
+/// its 21 instructions per step of the hash chain). The global countdown
+/// keeps the runtime's meaning (unit ABI 1); only these two conversions
+/// know of the bias.
+fn load_local(local: &str) -> String {
+    format!("{local} = cbi_countdown - 1")
+}
+
+/// Stores local countdown `local` (biased, see [`load_local`]) into the
+/// global one.
+fn store_local(local: &str) -> String {
+    format!(
+        "cbi_countdown = __extension__ ({{ int __cbi_t = {local}; \
+         __asm__(\"\" : \"+r\"(__cbi_t)); __cbi_t; }}) + 1"
+    )
+}
+
 /// Asks the runtime whether the event that brought local countdown
-/// `local` to zero or below is sampled, which also draws the next
-/// countdown: the global countdown is touched only here.
+/// `local` below zero (the global one to zero or below) is sampled,
+/// which also draws the next countdown: the global countdown is touched
+/// only here.
 fn draw(local: &str) -> String {
     format!(
-        "(cbi_countdown = {local}, cbi_sample() ? ({local} = cbi_countdown, 1) \
-         : ({local} = cbi_countdown, 0))"
+        "({}, cbi_sample() ? ({}, 1) : ({}, 0))",
+        store_local(local),
+        load_local(local),
+        load_local(local)
     )
 }
 
@@ -1198,7 +1224,7 @@ impl Renderer<'_> {
         if self.shared.is_some() {
             String::new()
         } else {
-            format!("cbi_countdown = {local}; ")
+            format!("{}; ", store_local(local))
         }
     }
 
@@ -1247,14 +1273,14 @@ impl Renderer<'_> {
         let load = if self.shared.is_some() {
             String::new()
         } else {
-            format!("int {local}; {local} = cbi_countdown; ")
+            format!("int {local}; {}; ", load_local(&local))
         };
         // Per site: FAST when no site can fire before the region ends.
         // Per region: this execution is one event, FAST unless sampled.
         let fast = if self.per_region {
             region_test(&local, self.region_scale(region))
         } else {
-            format!("__builtin_expect({local} > {weight}, 1)")
+            format!("__builtin_expect({local} >= {weight}, 1)")
         };
         // A region at rate 1 (`-fsampler-rates`) is only its SLOW copy, in
         // a block: no test, no FAST (an `if (0)` would also move gcc's
@@ -1301,13 +1327,13 @@ impl Renderer<'_> {
                 // one check.
                 let flag = format!("__cbi_F{number}");
                 if self.shared.is_none() {
-                    let _ = write!(out, "__extension__ int {local} = cbi_countdown; ");
+                    let _ = write!(out, "__extension__ int {}; ", load_local(&local));
                 }
                 // `int`, not `__builtin_expect`'s `long` (-Wconversion).
                 let fast = if self.per_region {
                     fast
                 } else {
-                    format!("{local} > {weight}")
+                    format!("{local} >= {weight}")
                 };
                 let _ = write!(out, "__extension__ int {flag} = {fast};");
                 let initialisers = self.scalar_initialisers(region);
@@ -1363,7 +1389,8 @@ impl Renderer<'_> {
                     let _ = write!(
                         out,
                         " __extension__ __attribute__((__unused__)) int __cbi_W{number} = \
-                         (cbi_countdown = {local}, 0);"
+                         ({}, 0);",
+                        store_local(&local)
                     );
                 }
             }
@@ -1386,7 +1413,7 @@ impl Renderer<'_> {
                 let load = if self.shared.is_some() {
                     String::new()
                 } else {
-                    format!("{local} = cbi_countdown; ")
+                    format!("{}; ", load_local(&local))
                 };
                 let _ = write!(out, "__extension__ ({{ {declare}{load}{test} {assign}");
                 self.both(
