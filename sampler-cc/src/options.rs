@@ -43,6 +43,10 @@ pub struct Options {
     /// region for its whole execution (`-fsample-whole-loops`), instead of
     /// one per iteration (default).
     pub sample_whole_loops: bool,
+    /// With `sample_regions`, a loop region's FAST iterations run in a
+    /// loop of their own, without the draw's call
+    /// (`-fsample-split-loops`).
+    pub sample_split_loops: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -80,6 +84,7 @@ impl Default for Options {
             clone_regions: true,
             sample_regions: true,
             sample_whole_loops: false,
+            sample_split_loops: false,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -250,6 +255,15 @@ pub const FLAGS: &[FlagGroup] = &[
                   iteration, a condition) is one random decision of the countdown, whose \
                   instrumented copy then observes all its sites (default), or each site's event \
                   is one (as the original; slower); sites outside regions are one decision each",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-split-loops", |o| o.sample_split_loops = true),
+            switch("-fno-sample-split-loops", |o| o.sample_split_loops = false),
+        ],
+        meaning: "with -fsample-regions: a loop region's unsampled iterations run in a loop of \
+                  their own, left for the runtime's draw when the countdown runs out (the loop \
+                  then holds no call), instead of one loop with both copies (default)",
     },
     FlagGroup {
         flags: &[

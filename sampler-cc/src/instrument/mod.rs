@@ -374,6 +374,7 @@ fn instrument_here(
                 &is_weighty,
                 options.sample_regions,
                 options.sample_regions && options.sample_whole_loops,
+                options.sample_regions && options.sample_split_loops,
                 &mut found.insertions,
                 &mut next_region,
                 &mut regions,

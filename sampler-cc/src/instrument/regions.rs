@@ -63,6 +63,20 @@
 //! observations of one region execution are decided together. Sites
 //! outside regions stay one event each.
 //!
+//! With `-fsample-split-loops` too, a loop region is
+//!
+//! ```c
+//! { INIT; { for (;;) { while (__builtin_expect(--L >= 0, 1)) { if (!(COND)) goto B; BODY STEP }
+//!                      if (__builtin_expect(!DRAW, 0)) { ++L; continue; }
+//!                      if (!(COND)) break; BODY' STEP' } B: ; } }
+//! ```
+//!
+//! the same events, decrements and draws, but the FAST iterations form a
+//! loop of their own that holds no call, where gcc may keep the user's
+//! loads in registers; FAST's `break`s become `goto B`, and a draw that
+//! does not sample (a thread's first event) gives back the execution it
+//! took before its iteration runs FAST.
+//!
 //! With `-fsample-whole-loops` too, an innermost loop without calls (other
 //! than `__builtin_`s) and of at most [`WHOLE_LOOP_NODES`] nodes counts as
 //! a plain statement: runs hold it whole (and a loop around it is
@@ -189,6 +203,7 @@ pub(super) fn clone_regions(
     is_weighty: &dyn Fn(&Call) -> bool,
     per_region: bool,
     whole_loops: bool,
+    split_loops: bool,
     insertions: &mut Vec<Insertion>,
     next_region: &mut usize,
     stats: &mut RegionStats,
@@ -240,6 +255,7 @@ pub(super) fn clone_regions(
         returns: return_extents(function),
         shared: shared.clone(),
         per_region,
+        split_loops,
     };
     let mut rendered = Vec::with_capacity(regions.len());
     for (region, own) in regions.iter().zip(inside) {
@@ -413,11 +429,29 @@ fn local_check(local: &str, scale: u32) -> String {
 fn region_test(local: &str, scale: u32) -> String {
     match scale {
         0 => "0".to_owned(),
-        1 => format!("__builtin_expect(--{local} >= 0, 1) || !{}", draw(local)),
         s => format!(
-            "__builtin_expect(({local} -= {s}) >= 0, 1) || !{}",
+            "__builtin_expect({}, 1) || !{}",
+            region_decrement(local, s),
             draw(local)
         ),
+    }
+}
+
+/// One execution of a region of `scale` (at least 1) taken from local
+/// countdown `local`: true while the countdown lasts.
+fn region_decrement(local: &str, scale: u32) -> String {
+    match scale {
+        1 => format!("--{local} >= 0"),
+        s => format!("({local} -= {s}) >= 0"),
+    }
+}
+
+/// Gives back to local countdown `local` the execution of a region of
+/// `scale` that [`region_decrement`] took.
+fn region_undo(local: &str, scale: u32) -> String {
+    match scale {
+        1 => format!("++{local}"),
+        s => format!("{local} += {s}"),
     }
 }
 
@@ -453,6 +487,17 @@ fn draw(local: &str) -> String {
         load_local(local),
         load_local(local)
     )
+}
+
+/// The loop whose body [`Renderer::piece`] renders: `continue`s that
+/// target it go to `continue_label`; in the FAST loop of a split loop,
+/// `break`s that target it go to `break_label`, since a `break` would
+/// leave the FAST loop only.
+#[derive(Debug, Clone, Copy)]
+struct Looping<'l> {
+    node: NodeId,
+    continue_label: &'l str,
+    break_label: Option<&'l str>,
 }
 
 /// With `-fsample-regions`, what a site's check becomes in the
@@ -1193,6 +1238,9 @@ struct Renderer<'a> {
     /// `-fsample-regions`: each execution of a region is one event; FAST
     /// is the original code and SLOW observes every site.
     per_region: bool,
+    /// `-fsample-split-loops` (with `per_region`): FAST iterations of a
+    /// loop region run in a loop of their own.
+    split_loops: bool,
 }
 
 /// Which copy a piece of text goes to.
@@ -1487,8 +1535,23 @@ impl Renderer<'_> {
             self.piece(out, region, local, None, start, end, version, own)?;
             out.push(';');
         }
-        // The local is loaded outside the loop and tested inside.
-        let _ = write!(out, " {{ {load}for (;;) {{ {test}");
+        // The local is loaded outside the loop and tested inside. Per
+        // region the loop is split: FAST iterations run in a loop of their
+        // own, with no call (gcc can keep the user's loads out of it),
+        // left for the draw when the countdown runs out; a draw that does
+        // not sample gives the execution back and goes round again.
+        let split = self.split_loops && !slow_only;
+        let scale = self.region_scale(region);
+        let break_label = format!("__cbi_b{number}");
+        if split {
+            let _ = write!(
+                out,
+                " {{ {load}for (;;) {{ while (__builtin_expect({}, 1)) {{",
+                region_decrement(local, scale)
+            );
+        } else {
+            let _ = write!(out, " {{ {load}for (;;) {{ {test}");
+        }
         let continued = subtree(function, body).any(|n| {
             matches!(function.node(n).kind, NodeKind::Jump(Jump::Continue))
                 && self.continue_target(n) == Some(id)
@@ -1505,16 +1568,28 @@ impl Renderer<'_> {
                 "__cbi_c{}{number}",
                 if copy == Version::Fast { 'f' } else { 's' }
             );
+            let leave = if split && copy == Version::Fast {
+                format!("goto {break_label};")
+            } else {
+                "break;".to_owned()
+            };
             let condition = |out: &mut String| -> Result<(), &'static str> {
                 if let Some(condition) = parts.condition {
                     let c = function.node(condition);
                     out.push_str(" if (!(");
                     self.piece(out, region, local, None, c.start, c.end, copy, own)?;
-                    let _ = write!(out, ")) {{ {exit}break; }}");
+                    let _ = write!(out, ")) {{ {exit}{leave} }}");
                 }
                 Ok(())
             };
-            if copy == Version::Slow && !slow_only {
+            if copy == Version::Slow && split {
+                let _ = write!(
+                    out,
+                    " }} if (__builtin_expect(!{}, 0)) {{ {}; continue; }}",
+                    draw(local),
+                    region_undo(local, scale)
+                );
+            } else if copy == Version::Slow && !slow_only {
                 out.push_str(" } else {");
             }
             if !is_do {
@@ -1522,7 +1597,11 @@ impl Renderer<'_> {
             }
             out.push(' ');
             let b = function.node(body);
-            let looping = Some((id, label.as_str()));
+            let looping = Some(Looping {
+                node: id,
+                continue_label: &label,
+                break_label: (split && copy == Version::Fast).then_some(break_label.as_str()),
+            });
             self.piece(out, region, local, looping, b.start, body_end, copy, own)?;
             if continued {
                 let _ = write!(out, " {label}: ;");
@@ -1537,7 +1616,11 @@ impl Renderer<'_> {
                 condition(out)?;
             }
         }
-        out.push_str(" } } } }\n");
+        if split {
+            let _ = writeln!(out, " }} {break_label}: __attribute__((__unused__)); }} }}");
+        } else {
+            out.push_str(" } } } }\n");
+        }
         // Back to the line and column where the loop ends.
         let system = self.map.presumed(region.end).is_some_and(|p| p.system);
         out.push_str(
@@ -1611,14 +1694,14 @@ impl Renderer<'_> {
 
     /// Renders `start..end` of `region` as `copy` into `out`, after a line
     /// marker that puts it at its own line and column. `looping` names
-    /// the region's loop and the label its `continue`s go to.
+    /// the region's loop and the labels its jumps go to.
     #[allow(clippy::too_many_arguments)]
     fn piece(
         &self,
         out: &mut String,
         region: &Region,
         local: &str,
-        looping: Option<(NodeId, &str)>,
+        looping: Option<Looping<'_>>,
         start: usize,
         end: usize,
         copy: Version,
@@ -1710,15 +1793,36 @@ impl Renderer<'_> {
             let shared = self.shared.is_some();
             match &node.kind {
                 NodeKind::Jump(Jump::Continue)
-                    if looping.is_some_and(|(l, _)| self.continue_target(id) == Some(l)) =>
+                    if looping.is_some_and(|l| self.continue_target(id) == Some(l.node)) =>
                 {
-                    let label = looping.map(|(_, label)| label).unwrap_or_default();
+                    let label = looping.map(|l| l.continue_label).unwrap_or_default();
                     insertions.push(replacement(node.start, node.end, format!("goto {label}")));
+                }
+                NodeKind::Jump(Jump::Break)
+                    if looping.is_some_and(|l| {
+                        l.break_label.is_some() && jump_target(function, id, true) == Some(l.node)
+                    }) =>
+                {
+                    // Out of the split loop's FAST loop and the loop around
+                    // it: one statement, the local stored first.
+                    let label = looping.and_then(|l| l.break_label).unwrap_or_default();
+                    let stop =
+                        statement_end(function, text, id).ok_or("statement end not found")?;
+                    let store = if shared {
+                        String::new()
+                    } else {
+                        format!("{}; ", store_local(local))
+                    };
+                    insertions.push(replacement(
+                        node.start,
+                        stop,
+                        format!("{{ {store}goto {label}; }}"),
+                    ));
                 }
                 NodeKind::Jump(jump) => {
                     let leaves = match jump {
                         Jump::Break => jump_target(function, id, true)
-                            .is_none_or(|t| !inside(t) || looping.is_some_and(|(l, _)| l == t)),
+                            .is_none_or(|t| !inside(t) || looping.is_some_and(|l| l.node == t)),
                         Jump::Continue => self.continue_target(id).is_none_or(|t| !inside(t)),
                         Jump::Goto(name) => match self.labels.get(name.as_str()).copied() {
                             // Inside: the fast copy jumps to its own label.

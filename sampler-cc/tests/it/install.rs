@@ -326,6 +326,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-clone-regions",
             "-fsample-regions",
             "-fsample-sites",
+            "-fsample-split-loops",
+            "-fno-sample-split-loops",
             "-fsample-whole-loops",
             "-fno-sample-whole-loops",
             "-fsampler-rates=FILE",

@@ -292,6 +292,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     for (form, stats) in [
         ("-fsample-sites", per_iteration.as_str()),
         ("-fsample-regions", per_iteration.as_str()),
+        ("-fsample-split-loops", per_iteration.as_str()),
         ("-fsample-whole-loops", whole_loops),
     ] {
         sampled_tricky_is_equivalent(&lab, form, stats, &warnings, &expected, &exact);
@@ -530,6 +531,7 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
 
     for (build, extra) in [
         ("per-region", "-fclone-regions"),
+        ("split", "-fsample-split-loops"),
         ("per-site", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
     ] {
@@ -638,6 +640,7 @@ fn sample_regions_decides_once_per_region_execution() {
     ];
     for (build, form) in [
         ("regions", "-fsample-regions"),
+        ("split", "-fsample-split-loops"),
         ("whole", "-fsample-whole-loops"),
         ("sites", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
@@ -689,7 +692,7 @@ fn sample_regions_decides_once_per_region_execution() {
                         "{build}, seed {seed}: {seen} observed of {events} events"
                     );
                 }
-                if form == "-fsample-regions" || form == "-fsample-whole-loops" {
+                if form != "-fsample-sites" && form != "-fno-clone-regions" {
                     assert_eq!(a, b, "{build}, seed {seed}: {first} and {second}");
                 } else {
                     assert_ne!(a, b, "{build}, seed {seed}: {first} and {second}");
@@ -773,7 +776,12 @@ fn a_fixed_period_samples_exactly_one_event_in_each_period() {
     let above = |k: u64| (0..7_000u64).filter(|i| i & 15 > k).count() as u64;
     let output = format!("{} {} {}\n", above(2), 2 * above(5), 7_000 - above(7));
     let sites = [2, 3, 5, 7].map(|k| (format!("v[i & 15] > {k}"), above(k)));
-    for form in ["-fsample-regions", "-fsample-sites", "-fno-clone-regions"] {
+    for form in [
+        "-fsample-regions",
+        "-fsample-split-loops",
+        "-fsample-sites",
+        "-fno-clone-regions",
+    ] {
         lab.cc(&[
             "-fsampler-strict",
             "-fsampler-scheme=branches",
@@ -900,6 +908,7 @@ fn sampling_rates_keep_the_program_s_behaviour_and_exact_counts() {
 
     for form in [
         "-fsample-regions",
+        "-fsample-split-loops",
         "-fsample-whole-loops",
         "-fno-clone-regions",
     ] {
