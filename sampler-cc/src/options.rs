@@ -44,8 +44,8 @@ pub struct Options {
     /// one per iteration (default).
     pub sample_whole_loops: bool,
     /// With `sample_regions`, a loop region's FAST iterations run in a
-    /// loop of their own, without the draw's call
-    /// (`-fsample-split-loops`).
+    /// loop of their own, without the draw's call (`-fsample-split-loops`,
+    /// default).
     pub sample_split_loops: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
@@ -84,7 +84,7 @@ impl Default for Options {
             clone_regions: true,
             sample_regions: true,
             sample_whole_loops: false,
-            sample_split_loops: false,
+            sample_split_loops: true,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -263,7 +263,7 @@ pub const FLAGS: &[FlagGroup] = &[
         ],
         meaning: "with -fsample-regions: a loop region's unsampled iterations run in a loop of \
                   their own, left for the runtime's draw when the countdown runs out (the loop \
-                  then holds no call), instead of one loop with both copies (default)",
+                  then holds no call; default), or one loop holds both copies",
     },
     FlagGroup {
         flags: &[

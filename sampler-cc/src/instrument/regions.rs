@@ -63,7 +63,7 @@
 //! observations of one region execution are decided together. Sites
 //! outside regions stay one event each.
 //!
-//! With `-fsample-split-loops` too, a loop region is
+//! With `-fsample-split-loops` too (the default), a loop region is
 //!
 //! ```c
 //! { INIT; { for (;;) { while (__builtin_expect(--L >= 0, 1)) { if (!(COND)) goto B; BODY STEP }

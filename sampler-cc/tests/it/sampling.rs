@@ -292,7 +292,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     for (form, stats) in [
         ("-fsample-sites", per_iteration.as_str()),
         ("-fsample-regions", per_iteration.as_str()),
-        ("-fsample-split-loops", per_iteration.as_str()),
+        ("-fno-sample-split-loops", per_iteration.as_str()),
         ("-fsample-whole-loops", whole_loops),
     ] {
         sampled_tricky_is_equivalent(&lab, form, stats, &warnings, &expected, &exact);
@@ -531,7 +531,7 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
 
     for (build, extra) in [
         ("per-region", "-fclone-regions"),
-        ("split", "-fsample-split-loops"),
+        ("unsplit", "-fno-sample-split-loops"),
         ("per-site", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
     ] {
@@ -640,7 +640,7 @@ fn sample_regions_decides_once_per_region_execution() {
     ];
     for (build, form) in [
         ("regions", "-fsample-regions"),
-        ("split", "-fsample-split-loops"),
+        ("unsplit", "-fno-sample-split-loops"),
         ("whole", "-fsample-whole-loops"),
         ("sites", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
@@ -778,7 +778,7 @@ fn a_fixed_period_samples_exactly_one_event_in_each_period() {
     let sites = [2, 3, 5, 7].map(|k| (format!("v[i & 15] > {k}"), above(k)));
     for form in [
         "-fsample-regions",
-        "-fsample-split-loops",
+        "-fno-sample-split-loops",
         "-fsample-sites",
         "-fno-clone-regions",
     ] {
@@ -908,7 +908,7 @@ fn sampling_rates_keep_the_program_s_behaviour_and_exact_counts() {
 
     for form in [
         "-fsample-regions",
-        "-fsample-split-loops",
+        "-fno-sample-split-loops",
         "-fsample-whole-loops",
         "-fno-clone-regions",
     ] {
