@@ -560,6 +560,10 @@ struct Planner<'a> {
     /// Keys of the `static` locals, ascending.
     statics: Vec<usize>,
     labels: HashMap<&'a str, NodeId>,
+    /// The extents of the `goto`s to each named label, gathered once so
+    /// that asking whether a jump from outside reaches a label of a
+    /// candidate region costs the label's gotos, not the function's nodes.
+    gotos: HashMap<&'a str, Vec<(usize, usize)>>,
     regions: Vec<Region>,
     stats: RegionStats,
 }
@@ -596,9 +600,19 @@ impl<'a> Planner<'a> {
                 .map(|v| v.key)
                 .collect(),
             labels: HashMap::new(),
+            gotos: HashMap::new(),
             regions: Vec::new(),
             stats: RegionStats::default(),
         };
+        for node in &function.nodes {
+            if let NodeKind::Jump(Jump::Goto(target)) = &node.kind {
+                planner
+                    .gotos
+                    .entry(target.as_str())
+                    .or_default()
+                    .push((node.start, node.end));
+            }
+        }
         planner.statics.sort_unstable();
         for id in post_order(function) {
             planner.summarise(id, is_weighty);
@@ -1058,10 +1072,10 @@ impl<'a> Planner<'a> {
                 // jv_dtoa.c, "may be used uninitialized"), and every site
                 // after the label observed on that path, unsampled.
                 NodeKind::Labelled(Label::Named(name))
-                    if function.nodes.iter().any(|other| {
-                        matches!(&other.kind, NodeKind::Jump(Jump::Goto(target)) if target == name)
-                            && (other.start < start || other.end > end)
-                    }) =>
+                    if self
+                        .gotos
+                        .get(name.as_str())
+                        .is_some_and(|gotos| gotos.iter().any(|&(s, e)| s < start || e > end)) =>
                 {
                     return Some("label reached from outside");
                 }
