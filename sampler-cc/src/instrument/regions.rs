@@ -1342,15 +1342,16 @@ impl Renderer<'_> {
         };
         // Per site: FAST when no site can fire before the region ends.
         // Per region: this execution is one event, FAST unless sampled.
+        let scale = self.region_scale(region);
         let fast = if self.per_region {
-            region_test(&local, self.region_scale(region))
+            region_test(&local, scale)
         } else {
             format!("__builtin_expect({local} >= {weight}, 1)")
         };
         // A region at rate 1 (`-fsampler-rates`) is only its SLOW copy, in
         // a block: no test, no FAST (an `if (0)` would also move gcc's
         // -Wimplicit-fallthrough warnings, which it places by the `if`).
-        let slow_only = self.per_region && self.region_scale(region) == 0;
+        let slow_only = self.per_region && scale == 0;
         let test = if slow_only {
             "{".to_owned()
         } else {
@@ -1380,7 +1381,7 @@ impl Renderer<'_> {
                     *node,
                     number,
                     &local,
-                    (&load, &test),
+                    (&load, &test, scale),
                     own,
                     slow_only,
                 )?;
@@ -1523,7 +1524,7 @@ impl Renderer<'_> {
         id: NodeId,
         number: usize,
         local: &str,
-        (load, test): (&str, &str),
+        (load, test, scale): (&str, &str, u32),
         own: &[Insertion],
         slow_only: bool,
     ) -> Result<(), &'static str> {
@@ -1558,7 +1559,6 @@ impl Renderer<'_> {
         // left for the draw when the countdown runs out; a draw that does
         // not sample gives the execution back and goes round again.
         let split = self.split_loops && !slow_only;
-        let scale = self.region_scale(region);
         let break_label = format!("__cbi_b{number}");
         if split {
             let _ = write!(
@@ -1825,11 +1825,7 @@ impl Renderer<'_> {
                     let label = looping.and_then(|l| l.break_label).unwrap_or_default();
                     let stop =
                         statement_end(function, text, id).ok_or("statement end not found")?;
-                    let store = if shared {
-                        String::new()
-                    } else {
-                        format!("{}; ", store_local(local))
-                    };
+                    let store = self.write_back(local);
                     insertions.push(replacement(
                         node.start,
                         stop,
