@@ -207,47 +207,27 @@ int main(void)
 }
 "#,
     );
-    lab.cc(&[
-        "-fsampler-strict",
-        "-fno-sample",
-        "-fsampler-scheme=branches",
-        "-O2",
-        "-pthread",
-        "threads.c",
-        "-o",
-        "threads",
-    ]);
-    assert_eq!(lab.run("threads", &[], "report", &[]), "400000\n");
-    let resolved = lab.resolve("report", &["threads"]);
-    assert!(
-        resolved.contains("\twork\t4\ti < 200000\t4\t800000\n"),
-        "{resolved}"
-    );
-    assert!(
-        resolved.contains("\twork\t5\ti % 2\t400000\t400000\n"),
-        "{resolved}"
-    );
-
+    // `-fno-sample` counts every event, atomically with `-pthread`.
     // Sampled, built without `-pthread` (glibc needs none): every event
     // observed at sparsity 1, the increments atomic because the process
     // has threads by then (a plain `++` loses some of these 2.4 million).
-    lab.cc(&[
-        "-fsampler-strict",
-        "-fsampler-scheme=branches",
-        "-O2",
-        "threads.c",
-        "-o",
-        "sampled",
-    ]);
-    let env = [("SAMPLER_SPARSITY", "1")];
-    assert_eq!(lab.run("sampled", &[], "sampled-report", &env), "400000\n");
-    let resolved = lab.resolve("sampled-report", &["sampled"]);
-    assert!(
-        resolved.contains("\twork\t4\ti < 200000\t4\t800000\n"),
-        "{resolved}"
-    );
-    assert!(
-        resolved.contains("\twork\t5\ti % 2\t400000\t400000\n"),
-        "{resolved}"
-    );
+    let no_env: &[(&str, &str)] = &[];
+    for (build, flags, env) in [
+        ("threads", &["-fno-sample", "-pthread"][..], no_env),
+        ("sampled", &[], &[("SAMPLER_SPARSITY", "1")]),
+    ] {
+        let common = ["-fsampler-strict", "-fsampler-scheme=branches", "-O2"];
+        lab.cc(&[&common[..], flags, &["threads.c", "-o", build]].concat());
+        let report = format!("{build}-report");
+        assert_eq!(lab.run(build, &[], &report, env), "400000\n", "{build}");
+        let resolved = lab.resolve(&report, &[build]);
+        assert!(
+            resolved.contains("\twork\t4\ti < 200000\t4\t800000\n"),
+            "{build}: {resolved}"
+        );
+        assert!(
+            resolved.contains("\twork\t5\ti % 2\t400000\t400000\n"),
+            "{build}: {resolved}"
+        );
+    }
 }
