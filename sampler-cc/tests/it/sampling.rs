@@ -817,6 +817,58 @@ fn a_fixed_period_samples_exactly_one_event_in_each_period() {
     }
 }
 
+/// A program whose first event, the thread's first, is an iteration of a
+/// split loop.
+const FIRST_IN_LOOP: &str = r#"#include <stdio.h>
+
+static const int v[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+int main(void)
+{
+    int s = 0;
+    for (int i = 0; i < 7000; i++)
+        if (v[i % 13] > 2)
+            s++;
+    printf("%d\n", s);
+    return 0;
+}
+"#;
+
+/// Split loops take the same events and draws as one loop holding both
+/// copies: under one seed both builds sample exactly the same iterations,
+/// so every counter agrees. This holds only if a draw that does not
+/// sample (the thread's first event, here an iteration of a split loop)
+/// gives back the execution it took before its iteration runs FAST.
+#[test]
+fn split_loops_sample_the_same_executions_as_one_loop() {
+    let lab = Lab::new();
+    lab.write("first.c", FIRST_IN_LOOP);
+    let mut seen = Vec::new();
+    for (build, form) in [
+        ("split", "-fsample-split-loops"),
+        ("unsplit", "-fno-sample-split-loops"),
+    ] {
+        lab.cc(&[
+            "-fsampler-strict",
+            "-fsampler-scheme=branches",
+            "-O2",
+            form,
+            "first.c",
+            "-o",
+            build,
+        ]);
+        let mut runs = Vec::new();
+        for seed in 1..=8 {
+            let seed = seed.to_string();
+            let env = [("SAMPLER_SPARSITY", "5"), ("SAMPLER_SEED", seed.as_str())];
+            assert_eq!(lab.run(build, &[], "report", &env), "5383\n");
+            runs.push(counters(&lab.resolve("report", &[build])));
+        }
+        seen.push(runs);
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
 /// The counters of `resolve-samples` output as (scheme, site index,
 /// counters), sites in table order (one unit).
 fn indexed(resolved: &str) -> Vec<(String, usize, Vec<u64>)> {
