@@ -780,6 +780,11 @@ impl Context<'_> {
         let prefix = &self.prefix;
         let mut out = String::new();
         out.push_str("# 1 \"<sampler-prelude>\" 3\n");
+        // `cbi_sample` is not declared cold, though that would make gcc
+        // move every sampled execution out of line (bc 4% faster): a
+        // region's warnings come from its SLOW copy (FAST is system text),
+        // and gcc does not warn about uninitialized uses in blocks it
+        // predicts never run (BENCHMARKS.md, "a cold draw").
         out.push_str(
             "extern __thread int cbi_countdown;\nextern int cbi_sample(void);\n\
              extern void __cbi_register_unit(void *) __asm__(\"cbi_registerUnit\");\n\
