@@ -783,8 +783,9 @@ impl Context<'_> {
         // `cbi_sample` is not declared cold, though that would make gcc
         // move every sampled execution out of line (bc 4% faster): a
         // region's warnings come from its SLOW copy (FAST is system text),
-        // and gcc does not warn about uninitialized uses in blocks it
-        // predicts never run (BENCHMARKS.md, "a cold draw").
+        // and gcc then lost a -Wmaybe-uninitialized warning of plain gcc's,
+        // apparently not warning in blocks it predicts never run
+        // (BENCHMARKS.md, "a cold draw").
         out.push_str(
             "extern __thread int cbi_countdown;\nextern int cbi_sample(void);\n\
              extern void __cbi_register_unit(void *) __asm__(\"cbi_registerUnit\");\n\
