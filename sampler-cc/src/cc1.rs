@@ -173,7 +173,7 @@ fn instrument_file(
             .map(|(reason, n)| format!("{n} {reason}"))
             .collect();
         eprintln!(
-            "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs, {} loops, \
+            "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs, {} loops{}, \
              {} expressions, {} sites), {} declaration runs, {} leaf functions, \
              {fell_back} fell back{}; \
              front end {:.3} s, instrumentation {:.3} s",
@@ -183,6 +183,11 @@ fn instrument_file(
             regions.runs + regions.loops + regions.expressions,
             regions.runs,
             regions.loops,
+            if regions.counted_loops > 0 {
+                format!(" of which {} counted", regions.counted_loops)
+            } else {
+                String::new()
+            },
             regions.expressions,
             regions.cloned_sites,
             regions.declarations,

@@ -47,6 +47,10 @@ pub struct Options {
     /// loop of their own, without the draw's call (`-fsample-split-loops`,
     /// default).
     pub sample_split_loops: bool,
+    /// With `sample_split_loops`, a loop that counts a local integer by
+    /// one towards a bound bounds its FAST loop by that variable, so that
+    /// FAST tests only it (`-fsample-counted-loops`, default).
+    pub sample_counted_loops: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -85,6 +89,7 @@ impl Default for Options {
             sample_regions: true,
             sample_whole_loops: false,
             sample_split_loops: true,
+            sample_counted_loops: true,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -264,6 +269,19 @@ pub const FLAGS: &[FlagGroup] = &[
         meaning: "with -fsample-regions: a loop region's unsampled iterations run in a loop of \
                   their own, left for the runtime's draw when the countdown runs out (the loop \
                   then holds no call; default), or one loop holds both copies",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-counted-loops", |o| o.sample_counted_loops = true),
+            switch("-fno-sample-counted-loops", |o| {
+                o.sample_counted_loops = false
+            }),
+        ],
+        meaning: "with -fsample-split-loops: a loop that counts a local integer by one towards \
+                  a bound the loop does not change (`for (; i < n; i++)`, `while (n--)`, \
+                  `do ... while (--n)`) runs its unsampled iterations up to a limit on that \
+                  variable computed once, so that they test nothing else (default), or each \
+                  tests the countdown too; the same iterations are sampled either way",
     },
     FlagGroup {
         flags: &[

@@ -9,6 +9,7 @@
 
 mod accesses;
 mod assignments;
+mod counted;
 mod regions;
 mod weighty;
 
@@ -375,6 +376,7 @@ fn instrument_here(
                 options.sample_regions,
                 options.sample_regions && options.sample_whole_loops,
                 options.sample_regions && options.sample_split_loops,
+                options.sample_counted_loops,
                 &mut found.insertions,
                 &mut next_region,
                 &mut regions,

@@ -75,7 +75,10 @@
 //! loop of their own that holds no call, where gcc may keep the user's
 //! loads in registers; FAST's `break`s become `goto B`, and a draw that
 //! does not sample (a thread's first event) gives back the execution it
-//! took before its iteration runs FAST.
+//! took before its iteration runs FAST. With `-fsample-counted-loops`
+//! too (the default), a loop that counts a local integer towards a fixed
+//! bound replaces `while (--L >= 0) { … }` by a FAST loop bounded by that
+//! variable alone (counted.rs): the same events.
 //!
 //! With `-fsample-whole-loops` too, an innermost loop without calls (other
 //! than `__builtin_`s) and of at most [`WHOLE_LOOP_NODES`] nodes counts as
@@ -93,6 +96,7 @@ use std::fmt::Write as _;
 use crate::frontend::{Call, Function, Jump, Label, NodeId, NodeKind};
 use crate::preprocessed::{LineMap, skip_trivia};
 
+use super::counted::CountedLoop;
 use super::weighty::RETURNS_TWICE;
 use super::{Insertion, rewrite_checks};
 
@@ -128,6 +132,9 @@ pub struct RegionStats {
     /// Functions without weighty calls, whose sites all check one local
     /// countdown.
     pub leaf_functions: usize,
+    /// Loops among `loops` whose FAST loop is bounded by their own
+    /// variable (`-fsample-counted-loops`).
+    pub counted_loops: usize,
     /// Sites inside cloned regions.
     pub cloned_sites: usize,
     /// Candidate regions left with per-site checks, by reason.
@@ -138,6 +145,7 @@ impl RegionStats {
     pub fn add(&mut self, other: &RegionStats) {
         self.runs += other.runs;
         self.loops += other.loops;
+        self.counted_loops += other.counted_loops;
         self.expressions += other.expressions;
         self.declarations += other.declarations;
         self.leaf_functions += other.leaf_functions;
@@ -204,6 +212,7 @@ pub(super) fn clone_regions(
     per_region: bool,
     whole_loops: bool,
     split_loops: bool,
+    counted_loops: bool,
     insertions: &mut Vec<Insertion>,
     next_region: &mut usize,
     stats: &mut RegionStats,
@@ -256,6 +265,7 @@ pub(super) fn clone_regions(
         shared: shared.clone(),
         per_region,
         split_loops,
+        counted_loops,
     };
     let mut rendered = Vec::with_capacity(regions.len());
     for (region, own) in regions.iter().zip(inside) {
@@ -266,6 +276,9 @@ pub(super) fn clone_regions(
                 if per_region {
                     let scale = renderer.region_scale(region);
                     in_regions.extend(renderer.region_marks(region).map(|mark| (mark, scale)));
+                }
+                if renderer.counted(region).is_some() && renderer.region_scale(region) == 1 {
+                    stats.counted_loops += 1;
                 }
                 match region.shape {
                     Shape::Run { .. } => stats.runs += 1,
@@ -1258,6 +1271,9 @@ struct Renderer<'a> {
     /// `-fsample-split-loops` (with `per_region`): FAST iterations of a
     /// loop region run in a loop of their own.
     split_loops: bool,
+    /// `-fsample-counted-loops` (with `split_loops`): that loop is bounded
+    /// by the loop's own variable where it counts one (counted.rs).
+    counted_loops: bool,
 }
 
 /// Which copy a piece of text goes to.
@@ -1291,6 +1307,17 @@ impl Renderer<'_> {
         } else {
             format!("{}; ", store_local(local))
         }
+    }
+
+    /// The counted loop whose FAST loop region `region`'s split loop
+    /// bounds by its variable, if it has one.
+    fn counted(&self, region: &Region) -> Option<CountedLoop> {
+        let Shape::Loop { node } = region.shape else {
+            return None;
+        };
+        (self.per_region && self.split_loops && self.counted_loops)
+            .then(|| CountedLoop::recognise(self.function, self.text, node))
+            .flatten()
     }
 
     /// The marks (by index) of the sites whose observations a region's
@@ -1560,7 +1587,15 @@ impl Renderer<'_> {
         // not sample gives the execution back and goes round again.
         let split = self.split_loops && !slow_only;
         let break_label = format!("__cbi_b{number}");
-        if split {
+        let counted = self.counted(region).filter(|_| split && scale == 1);
+        if let Some(counted) = &counted {
+            // FAST bounded by the loop's variable (counted.rs), its own
+            // code compiled as system-header text, like FAST.
+            let _ = writeln!(out, " {{ {load}for (;;) {{");
+            let system = self.map.marker_for(node.start, true);
+            out.push_str(&system.ok_or("no line marker")?);
+            out.push_str(&counted.head(local, number));
+        } else if split {
             let _ = write!(
                 out,
                 " {{ {load}for (;;) {{ while (__builtin_expect({}, 1)) {{",
@@ -1600,16 +1635,27 @@ impl Renderer<'_> {
                 Ok(())
             };
             if copy == Version::Slow && split {
+                match &counted {
+                    Some(counted) => out.push_str(&counted.tail(
+                        local,
+                        number,
+                        &exit,
+                        &format!("goto {break_label};"),
+                    )),
+                    None => out.push_str(" }"),
+                }
                 let _ = write!(
                     out,
-                    " }} if (__builtin_expect(!{}, 0)) {{ {}; continue; }}",
+                    " if (__builtin_expect(!{}, 0)) {{ {}; continue; }}",
                     draw(local),
                     region_undo(local, scale)
                 );
             } else if copy == Version::Slow && !slow_only {
                 out.push_str(" } else {");
             }
-            if !is_do {
+            // A counted FAST loop tests its variable in its head or tail.
+            let tested = copy == Version::Fast && counted.is_some();
+            if !is_do && !tested {
                 condition(out)?;
             }
             out.push(' ');
@@ -1629,7 +1675,7 @@ impl Renderer<'_> {
                 self.piece(out, region, local, None, s.start, s.end, copy, own)?;
                 out.push_str(");");
             }
-            if is_do {
+            if is_do && !tested {
                 condition(out)?;
             }
         }

@@ -328,6 +328,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fsample-sites",
             "-fsample-split-loops",
             "-fno-sample-split-loops",
+            "-fsample-counted-loops",
+            "-fno-sample-counted-loops",
             "-fsample-whole-loops",
             "-fno-sample-whole-loops",
             "-fsampler-rates=FILE",

@@ -280,10 +280,15 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
 
     let fell_back = "1 backward goto, 1 case label of an outer switch, 1 computed goto, 1 setjmp, \
                      1 static local";
-    let per_iteration = format!(
-        "23 cloned (12 runs, 9 loops, 2 expressions, 202 sites), 8 declaration runs, \
-         8 leaf functions, 5 fell back ({fell_back})"
-    );
+    let per_iteration = |loops: &str| {
+        format!(
+            "23 cloned (12 runs, 9 loops{loops}, 2 expressions, 202 sites), 8 declaration runs, \
+             8 leaf functions, 5 fell back ({fell_back})"
+        )
+    };
+    // `vla`'s two loops, `loops`' last and `main`'s two without calls.
+    let counted = per_iteration(" of which 5 counted");
+    let per_iteration = per_iteration("");
     // Small loops whole: runs hold them, and a loop with only small loops
     // inside is innermost.
     let whole_loops = "14 cloned (13 runs, 0 loops, 1 expressions, 272 sites), 4 declaration runs, \
@@ -291,7 +296,8 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
                        1 static local)";
     for (form, stats) in [
         ("-fsample-sites", per_iteration.as_str()),
-        ("-fsample-regions", per_iteration.as_str()),
+        ("-fsample-regions", counted.as_str()),
+        ("-fno-sample-counted-loops", per_iteration.as_str()),
         ("-fno-sample-split-loops", per_iteration.as_str()),
         ("-fsample-whole-loops", whole_loops),
     ] {
@@ -531,6 +537,7 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
 
     for (build, extra) in [
         ("per-region", "-fclone-regions"),
+        ("uncounted", "-fno-sample-counted-loops"),
         ("unsplit", "-fno-sample-split-loops"),
         ("per-site", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
@@ -640,6 +647,7 @@ fn sample_regions_decides_once_per_region_execution() {
     ];
     for (build, form) in [
         ("regions", "-fsample-regions"),
+        ("uncounted", "-fno-sample-counted-loops"),
         ("unsplit", "-fno-sample-split-loops"),
         ("whole", "-fsample-whole-loops"),
         ("sites", "-fsample-sites"),
@@ -659,6 +667,9 @@ fn sample_regions_decides_once_per_region_execution() {
             // The inner loop whole, in a run of its own.
             "-fsample-whole-loops" => Some("2 cloned (2 runs, 0 loops, 0 expressions, 5 sites)"),
             "-fno-clone-regions" => None,
+            "-fsample-regions" => {
+                Some("2 cloned (1 runs, 1 loops of which 1 counted, 0 expressions, 5 sites)")
+            }
             _ => Some("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
         };
         if let Some(cloned) = cloned {
@@ -838,15 +849,18 @@ int main(void)
 /// copies: under one seed both builds sample exactly the same iterations,
 /// so every counter agrees. This holds only if a draw that does not
 /// sample (the thread's first event, here an iteration of a split loop)
-/// gives back the execution it took before its iteration runs FAST.
+/// gives back the execution it took before its iteration runs FAST. The
+/// loop is counted by default (counted.rs): the third build, whose first
+/// event is then the head of a counted FAST loop, agrees too.
 #[test]
 fn split_loops_sample_the_same_executions_as_one_loop() {
     let lab = Lab::new();
     lab.write("first.c", FIRST_IN_LOOP);
     let mut seen = Vec::new();
     for (build, form) in [
-        ("split", "-fsample-split-loops"),
+        ("split", "-fno-sample-counted-loops"),
         ("unsplit", "-fno-sample-split-loops"),
+        ("counted", "-fsample-counted-loops"),
     ] {
         lab.cc(&[
             "-fsampler-strict",
@@ -867,6 +881,266 @@ fn split_loops_sample_the_same_executions_as_one_loop() {
         seen.push(runs);
     }
     assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[0], seen[2]);
+}
+
+/// Loops of every counted shape (counted.rs), with bounds of other types,
+/// bounds that are expressions, empty and negative ranges, an unsigned
+/// count that wraps, counts that end at the extremes of their types,
+/// `break`, `continue`, `goto` and `return` in FAST iterations, a counted
+/// loop inside another loop, and loops that must not
+/// be counted (the variable or the bound changes in the body, a negative
+/// bound, a `char` variable).
+const COUNTED: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+#include <limits.h>
+
+static long up(int n, int k)
+{
+    long s = 0;
+    for (int i = 0; i < n; i++) {
+        if (i % k == 0)
+            s += i;
+        else
+            s -= 1;
+    }
+    return s;
+}
+
+static long up_expression(unsigned n, short d)
+{
+    long s = 0;
+    unsigned i;
+    for (i = 3; i < n + d; ++i) {
+        if (i & 1)
+            s++;
+        if (i & 2)
+            s += 2;
+    }
+    return s + i;
+}
+
+static long down(int n)
+{
+    long s = 0;
+    int c;
+    for (c = n; c > 0; c--)
+        if (c & 4)
+            s += c;
+    return s * 10 + c;
+}
+
+static long post(int size)
+{
+    long s = 0;
+    while (size-- > 0)
+        if (size % 3)
+            s += size;
+    return s * 10 + size;
+}
+
+static unsigned long post_unequal(unsigned count)
+{
+    unsigned long s = 0;
+    while (count--)
+        if (count & 8)
+            s ^= count;
+    return s + count;
+}
+
+static long post_bound(long n, int b)
+{
+    long s = 0;
+    while (n-- != b)
+        if (n & 1)
+            s += n;
+    return s * 10 + n;
+}
+
+static long pre(unsigned n)
+{
+    long s = 0;
+    do {
+        if (n & 2)
+            s += n;
+    } while (--n);
+    return s;
+}
+
+static long pre_bound(long n, long b)
+{
+    long s = 0;
+    do {
+        if (n & 1)
+            s -= n;
+        else
+            s += 3;
+    } while (--n != b);
+    return s * 10 + n;
+}
+
+static long jumps(int n)
+{
+    long s = 0;
+    for (int i = 0; i < n; i++) {
+        if (i == 7777)
+            break;
+        if (i & 1)
+            continue;
+        s += i;
+    }
+    for (int i = 0; i < n; i++) {
+        if (i * 3 > 20000)
+            goto out;
+        s += i & 3 ? 1 : 2;
+    }
+out:
+    for (int i = n; i > 0; --i)
+        if (i % 1000 == 999)
+            return s + i;
+    return s;
+}
+
+static long nested(int n)
+{
+    long s = 0;
+    for (int i = 0; i < n; i++) {
+        int k = i % 50;
+        while (k--)
+            if ((i ^ k) & 1)
+                s++;
+        s += i;
+    }
+    return s;
+}
+
+/* Counts that end at the extremes of their types. */
+static long extremes(unsigned top, long long_top, int bottom)
+{
+    long s = 0;
+    for (unsigned i = top - 3000; i < top; i++)
+        if (i & 1)
+            s++;
+    for (long i = long_top - 3000; i < long_top; i++)
+        if (i & 2)
+            s++;
+    for (int c = bottom + 3000; c > bottom; c--)
+        if (c & 4)
+            s++;
+    unsigned long n = 3000;
+    while (n-- > 0)
+        if (n & 8)
+            s++;
+    return s;
+}
+
+/* Not counted: the variable changes in the body, or the bound does, or
+ * the bound is negative, or the variable is a char. */
+static long not_counted(int n)
+{
+    long s = 0;
+    for (int i = 0; i < n; i++)
+        if (i % 7 == 0)
+            i++;
+    for (int i = 0, m = n; i < m; i++)
+        if (i % 5 == 0)
+            m--;
+    while (n-- > -5)
+        if (n & 1)
+            s++;
+    for (unsigned char c = 0; c < 200; c++)
+        if (c & 16)
+            s += c;
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    int scale = argc > 1 ? atoi(argv[1]) : 1;
+    long total = 0;
+    for (int r = 0; r < 3 * scale; r++) {
+        total += up(5000 + r, 3) + up(0, 2) + up(-4, 2);
+        total += up_expression(4000, 7) + up_expression(2, -1) + up_expression(0, 0);
+        total += down(6000) + down(0) + down(-5);
+        total += post(7000) + post(0) + post(-3) + post(1);
+        total += (long)post_unequal(3000) + (long)post_unequal(0) % 1000003;
+        total += post_bound(9000, 10) + post_bound(10, 10);
+        total += pre(8000) + pre(1) + pre_bound(3000, -20) + pre_bound(5, 4);
+        total += jumps(10000) + jumps(0) + jumps(300);
+        total += nested(400) + not_counted(3000) + extremes(UINT_MAX, LONG_MAX, INT_MIN);
+        total %= 1000000007;
+    }
+    printf("%ld\n", total);
+    return 0;
+}
+"#;
+
+/// `-fsample-counted-loops` bounds a split loop's FAST loop by the loop's
+/// variable: the same events in the same order as the split loop, so under
+/// one seed both builds sample the same iterations and every counter
+/// agrees, at every sparsity; the program's output stays plain gcc's, its
+/// counters at sparsity 1 are `-fno-sample`'s, its warnings gcc's. The
+/// stats count the loops recognised: the sixteen counted loops of COUNTED,
+/// none of `not_counted`'s.
+#[test]
+fn counted_loops_sample_the_same_executions_as_split_loops() {
+    let lab = Lab::new();
+    lab.write("counted.c", COUNTED);
+    let warnings_on = ["-Wall", "-Wextra", "-Wconversion"];
+    let mut args = vec!["-O2", "counted.c", "-o", "plain"];
+    args.extend(warnings_on);
+    let plain = lab.gcc(&args);
+    let warnings = diagnostics(&plain.stderr);
+    // `up_expression`'s `n + d` is a `short` converted to `unsigned`.
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let expected = lab.run("plain", &[], "none", &[]);
+    assert_eq!(expected, "294217737\n");
+
+    let schemes = [
+        "-fsampler-strict",
+        "-fsampler-stats",
+        "-fsampler-scheme=branches",
+        "-fsampler-scheme=returns",
+        "-fsampler-scheme=scalar-pairs",
+        "-O2",
+        "counted.c",
+    ];
+    let build = |name: &str, form: &str| -> String {
+        let mut args = schemes.to_vec();
+        args.extend(warnings_on);
+        args.extend([form, "-o", name]);
+        let output = lab.cc(&args);
+        assert_eq!(diagnostics(&output.stderr), warnings, "{form}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    build("exact", "-fno-sample");
+    assert_eq!(lab.run("exact", &[], "exact-report", &[]), expected);
+    let exact = counters(&lab.resolve("exact-report", &["exact"]));
+    let stats = build("counted", "-fsample-counted-loops");
+    assert!(
+        stats.contains("(2 runs, 20 loops of which 16 counted, 2 expressions"),
+        "{stats}"
+    );
+    let stats = build("uncounted", "-fno-sample-counted-loops");
+    assert!(
+        stats.contains("(2 runs, 20 loops, 2 expressions"),
+        "{stats}"
+    );
+    for sparsity in ["1", "3", "1000"] {
+        for seed in ["1", "2"] {
+            let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", seed)];
+            let mut seen = Vec::new();
+            for build in ["counted", "uncounted"] {
+                assert_eq!(lab.run(build, &[], "report", &env), expected);
+                seen.push(counters(&lab.resolve("report", &[build])));
+            }
+            assert_eq!(seen[0].len(), exact.len());
+            assert_eq!(seen[0], seen[1], "sparsity {sparsity}, seed {seed}");
+            if sparsity == "1" {
+                assert_eq!(seen[0], exact, "seed {seed}");
+            }
+        }
+    }
 }
 
 /// The counters of `resolve-samples` output as (scheme, site index,
