@@ -30,7 +30,8 @@
 //! to `v`'s in the comparison; neither assigned in the loop but by the
 //! loop's own step):
 //!
-//! - `for (…; v < b; v++)` and `for (…; v > b; v--)` (`++v`, `--v` too);
+//! - `for (…; v < b; v++)`, `for (…; v <= b; v++)`, `for (…; v > b; v--)`
+//!   and `for (…; v >= b; v--)` (`++v`, `--v` too);
 //! - `while (v-- > b)`, `while (v-- != b)` and `while (v--)`;
 //! - `do … while (--v != b)` and `do … while (--v)`.
 //!
@@ -49,10 +50,10 @@ use super::assignments::address_taken;
 /// How a counted loop moves its variable and tests it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Shape {
-    /// `for (…; v < b; v++)`.
-    Up,
-    /// `for (…; v > b; v--)`.
-    Down,
+    /// `for (…; v < b; v++)`, or `v <= b` (`inclusive`).
+    Up { inclusive: bool },
+    /// `for (…; v > b; v--)`, or `v >= b` (`inclusive`).
+    Down { inclusive: bool },
     /// `while (v-- > b)` (`greater`) or `while (v-- != b)`.
     PostDecrement { greater: bool },
     /// `do … while (--v != b)`.
@@ -101,8 +102,10 @@ impl CountedLoop {
                 let (op, [left, right]) = binary(function, condition)?;
                 let (step_op, operand) = unary(function, step)?;
                 let shape = match (op, step_op) {
-                    ("<", "++") => Shape::Up,
-                    (">", "--") => Shape::Down,
+                    ("<", "++") => Shape::Up { inclusive: false },
+                    ("<=", "++") => Shape::Up { inclusive: true },
+                    (">", "--") => Shape::Down { inclusive: false },
+                    (">=", "--") => Shape::Down { inclusive: true },
                     _ => return None,
                 };
                 let left = strip(left);
@@ -235,15 +238,27 @@ impl CountedLoop {
             format!("(({U}){v} - ({U}){b})")
         };
         let (ends_within, moved, loop_head) = match self.shape {
-            Shape::Up => (
+            Shape::Up { inclusive: false } => (
                 format!("!({v} < {b}) || ({U}){b} - ({U}){v} < ({U}){local}"),
                 format!("(__typeof__({v}))(({U}){v} + ({U}){local})"),
                 format!("while ({v} < {limit}) {{ --{local};"),
             ),
-            Shape::Down => (
+            // One iteration more than `<` for the same distance: the limit
+            // is the last value FAST runs with.
+            Shape::Up { inclusive: true } => (
+                format!("!({v} <= {b}) || ({U}){b} - ({U}){v} < ({U}){local} - 1"),
+                format!("(__typeof__({v}))(({U}){v} + ({U}){local} - 1)"),
+                format!("while ({v} <= {limit}) {{ --{local};"),
+            ),
+            Shape::Down { inclusive: false } => (
                 format!("!({v} > {b}) || ({U}){v} - ({U}){b} < ({U}){local}"),
                 back,
                 format!("while ({v} > {limit}) {{ --{local};"),
+            ),
+            Shape::Down { inclusive: true } => (
+                format!("!({v} >= {b}) || ({U}){v} - ({U}){b} < ({U}){local} - 1"),
+                format!("(__typeof__({v}))(({U}){v} - ({U}){local} + 1)"),
+                format!("while ({v} >= {limit}) {{ --{local};"),
             ),
             Shape::PostDecrement { greater: true } => (
                 format!("!({v} > {b}) || ({U}){v} - ({U}){b} < ({U}){local}"),
@@ -283,7 +298,7 @@ impl CountedLoop {
             format!("__cbi_a{number}"),
         );
         let (end, last) = match self.shape {
-            Shape::Up | Shape::Down => (" }".to_owned(), format!("--{local}; ")),
+            Shape::Up { .. } | Shape::Down { .. } => (" }".to_owned(), format!("--{local}; ")),
             // The final test's decrement, as the user's loop does it.
             Shape::PostDecrement { .. } => (" }".to_owned(), format!("{v}--; --{local}; ")),
             Shape::PreDecrement => (format!(" }} while (--{v} != {limit});"), String::new()),

@@ -884,7 +884,8 @@ fn split_loops_sample_the_same_executions_as_one_loop() {
     assert_eq!(seen[0], seen[2]);
 }
 
-/// Loops of every counted shape (counted.rs), with bounds of other types,
+/// Loops of every counted shape (counted.rs), with strict and inclusive
+/// bounds, bounds of other types,
 /// bounds that are expressions, empty and negative ranges, an unsigned
 /// count that wraps, counts that end at the extremes of their types,
 /// `break`, `continue`, `goto` and `return` in FAST iterations, a counted
@@ -1034,6 +1035,25 @@ static long extremes(unsigned top, long long_top, int bottom)
     return s;
 }
 
+/* Inclusive bounds, up to the extremes of their types. */
+static long inclusive(int n, unsigned m, int bottom, long long_top)
+{
+    long s = 0;
+    for (int i = 1; i <= n; i++)
+        if (i % 3 == 1)
+            s += i;
+    for (unsigned j = m; j >= 2; j--)
+        if (j & 2)
+            s -= j;
+    for (int c = bottom + 2000; c >= bottom + 1; --c)
+        if (c & 4)
+            s++;
+    for (long i = long_top - 2000; i <= long_top - 1; ++i)
+        if (i & 8)
+            s++;
+    return s;
+}
+
 /* Not counted: the variable changes in the body, or the bound does, or
  * the bound is negative, or the variable is a char. */
 static long not_counted(int n)
@@ -1068,6 +1088,7 @@ int main(int argc, char **argv)
         total += pre(8000) + pre(1) + pre_bound(3000, -20) + pre_bound(5, 4);
         total += jumps(10000) + jumps(0) + jumps(300);
         total += nested(400) + not_counted(3000) + extremes(UINT_MAX, LONG_MAX, INT_MIN);
+        total += inclusive(5000, 4000, INT_MIN, LONG_MAX) + inclusive(0, 1, 0, 0) + inclusive(1, 2, -5, 7);
         total %= 1000000007;
     }
     printf("%ld\n", total);
@@ -1080,7 +1101,7 @@ int main(int argc, char **argv)
 /// one seed both builds sample the same iterations and every counter
 /// agrees, at every sparsity; the program's output stays plain gcc's, its
 /// counters at sparsity 1 are `-fno-sample`'s, its warnings gcc's. The
-/// stats count the loops recognised: the sixteen counted loops of COUNTED,
+/// stats count the loops recognised: the twenty counted loops of COUNTED,
 /// none of `not_counted`'s.
 #[test]
 fn counted_loops_sample_the_same_executions_as_split_loops() {
@@ -1094,7 +1115,7 @@ fn counted_loops_sample_the_same_executions_as_split_loops() {
     // `up_expression`'s `n + d` is a `short` converted to `unsigned`.
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let expected = lab.run("plain", &[], "none", &[]);
-    assert_eq!(expected, "294217737\n");
+    assert_eq!(expected, "294735234\n");
 
     let schemes = [
         "-fsampler-strict",
@@ -1118,12 +1139,12 @@ fn counted_loops_sample_the_same_executions_as_split_loops() {
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
     let stats = build("counted", "-fsample-counted-loops");
     assert!(
-        stats.contains("(2 runs, 20 loops of which 16 counted, 2 expressions"),
+        stats.contains("(2 runs, 24 loops of which 20 counted, 2 expressions"),
         "{stats}"
     );
     let stats = build("uncounted", "-fno-sample-counted-loops");
     assert!(
-        stats.contains("(2 runs, 20 loops, 2 expressions"),
+        stats.contains("(2 runs, 24 loops, 2 expressions"),
         "{stats}"
     );
     for sparsity in ["1", "3", "1000"] {
