@@ -46,6 +46,7 @@ use crate::dataflow::is_assignment;
 use crate::frontend::{Function, NodeId, NodeKind, Storage, TypeClass, ValueType};
 
 use super::assignments::address_taken;
+use super::regions::subtree;
 
 /// How a counted loop moves its variable and tests it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,7 +95,9 @@ impl CountedLoop {
     pub(super) fn recognise(function: &Function, text: &[u8], id: NodeId) -> Option<Self> {
         let node = function.node(id);
         let strip = |id: NodeId| function.strip_parens(id);
-        let (shape, counter, step_node, bound, body) = match node.kind {
+        // `roots`: the loop's condition, step and body, where only the
+        // step may change the variable.
+        let (shape, counter, step_node, bound, roots) = match node.kind {
             NodeKind::For { .. } => {
                 let parts = function.for_parts(id)?;
                 let condition = strip(parts.condition?);
@@ -112,14 +115,15 @@ impl CountedLoop {
                 if var_key(function, left)? != var_key(function, strip(operand))? {
                     return None;
                 }
-                (shape, left, step, Some(right), parts.body)
+                let roots = vec![parts.condition?, parts.step?, parts.body];
+                (shape, left, step, Some(right), roots)
             }
             NodeKind::While | NodeKind::Do => {
                 let is_do = matches!(node.kind, NodeKind::Do);
-                let (condition, body) = if is_do {
-                    (*node.children.get(1)?, *node.children.first()?)
+                let condition = if is_do {
+                    *node.children.get(1)?
                 } else {
-                    (*node.children.first()?, *node.children.get(1)?)
+                    *node.children.first()?
                 };
                 let condition = strip(condition);
                 // `v--` alone, or `v-- OP b`.
@@ -137,7 +141,13 @@ impl CountedLoop {
                     (true, "--", true, "!=") => Shape::PreDecrement,
                     _ => return None,
                 };
-                (shape, strip(operand), stepping, bound, body)
+                (
+                    shape,
+                    strip(operand),
+                    stepping,
+                    bound,
+                    node.children.clone(),
+                )
             }
             _ => return None,
         };
@@ -184,32 +194,18 @@ impl CountedLoop {
         }
         // Only the loop's own step changes the variable; nothing changes
         // the bound's.
-        let parts = [function.for_parts(id).and_then(|p| p.condition), Some(body)];
-        let mut checked: Vec<NodeId> = parts.into_iter().flatten().collect();
-        if let Some(step) = function.for_parts(id).and_then(|p| p.step) {
-            checked.push(step);
-        }
-        if !matches!(node.kind, NodeKind::For { .. }) {
-            checked.extend(node.children.iter().copied());
-        }
-        for root in checked {
-            let mut stack = vec![root];
-            while let Some(n) = stack.pop() {
-                let inner = function.node(n);
-                stack.extend(inner.children.iter().copied());
-                let target = match &inner.kind {
-                    NodeKind::Binary(op) if is_assignment(op) => inner.children.first(),
-                    NodeKind::Unary(op) if op == "++" || op == "--" => inner.children.first(),
-                    _ => None,
-                };
-                if n == step_node {
-                    continue;
-                }
-                if let Some(&target) = target
-                    && var_key(function, strip(target)).is_some_and(|k| invariant.contains(&k))
-                {
-                    return None;
-                }
+        for n in roots.into_iter().flat_map(|root| subtree(function, root)) {
+            let inner = function.node(n);
+            let target = match &inner.kind {
+                NodeKind::Binary(op) if is_assignment(op) => inner.children.first(),
+                NodeKind::Unary(op) if op == "++" || op == "--" => inner.children.first(),
+                _ => None,
+            };
+            if let Some(&target) = target
+                && n != step_node
+                && var_key(function, strip(target)).is_some_and(|k| invariant.contains(&k))
+            {
+                return None;
             }
         }
         Some(CountedLoop {
@@ -237,39 +233,33 @@ impl CountedLoop {
         } else {
             format!("(({U}){v} - ({U}){b})")
         };
-        let (ends_within, moved, loop_head) = match self.shape {
+        let greater = format!("!({v} > {b}) || ({U}){v} - ({U}){b} < ({U}){local}");
+        // Whether the loop ends within the countdown, the limit when it
+        // does not, and the test of FAST's `while` (none: `do`).
+        let (ends_within, moved, test) = match self.shape {
             Shape::Up { inclusive: false } => (
                 format!("!({v} < {b}) || ({U}){b} - ({U}){v} < ({U}){local}"),
                 format!("(__typeof__({v}))(({U}){v} + ({U}){local})"),
-                format!("while ({v} < {limit}) {{ --{local};"),
+                "<",
             ),
             // One iteration more than `<` for the same distance: the limit
             // is the last value FAST runs with.
             Shape::Up { inclusive: true } => (
                 format!("!({v} <= {b}) || ({U}){b} - ({U}){v} < ({U}){local} - 1"),
                 format!("(__typeof__({v}))(({U}){v} + ({U}){local} - 1)"),
-                format!("while ({v} <= {limit}) {{ --{local};"),
+                "<=",
             ),
-            Shape::Down { inclusive: false } => (
-                format!("!({v} > {b}) || ({U}){v} - ({U}){b} < ({U}){local}"),
-                back,
-                format!("while ({v} > {limit}) {{ --{local};"),
-            ),
+            Shape::Down { inclusive: false } | Shape::PostDecrement { greater: true } => {
+                (greater, back, ">")
+            }
             Shape::Down { inclusive: true } => (
                 format!("!({v} >= {b}) || ({U}){v} - ({U}){b} < ({U}){local} - 1"),
                 format!("(__typeof__({v}))(({U}){v} - ({U}){local} + 1)"),
-                format!("while ({v} >= {limit}) {{ --{local};"),
+                ">=",
             ),
-            Shape::PostDecrement { greater: true } => (
-                format!("!({v} > {b}) || ({U}){v} - ({U}){b} < ({U}){local}"),
-                back,
-                format!("while ({v} > {limit}) {{ {v}--; --{local};"),
-            ),
-            Shape::PostDecrement { greater: false } => (
-                format!("{down} < ({U}){local}"),
-                back,
-                format!("while ({v} != {limit}) {{ {v}--; --{local};"),
-            ),
+            Shape::PostDecrement { greater: false } => {
+                (format!("{down} < ({U}){local}"), back, "!=")
+            }
             // Iterations left, less one (the first runs whatever `v`).
             Shape::PreDecrement => (
                 if self.unsigned {
@@ -278,8 +268,16 @@ impl CountedLoop {
                     format!("{down} - 1 < ({U}){local}")
                 },
                 back,
-                format!("do {{ --{local};"),
+                "",
             ),
+        };
+        let loop_head = match self.shape {
+            Shape::PreDecrement => format!("do {{ --{local};"),
+            // The user's condition decrements after its test.
+            Shape::PostDecrement { .. } => {
+                format!("while ({v} {test} {limit}) {{ {v}--; --{local};")
+            }
+            _ => format!("while ({v} {test} {limit}) {{ --{local};"),
         };
         format!(
             "if (__builtin_expect({local} > 0, 1)) {{ __typeof__({v}) {limit}; int {all}; \

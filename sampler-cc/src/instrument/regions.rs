@@ -270,14 +270,15 @@ pub(super) fn clone_regions(
     let mut rendered = Vec::with_capacity(regions.len());
     for (region, own) in regions.iter().zip(inside) {
         let number = *next_region;
-        match renderer.render(region, number, &own) {
+        let scale = renderer.region_scale(region);
+        let counted = renderer.counted(region, scale);
+        match renderer.render(region, number, &own, scale, counted.as_ref()) {
             Ok(replacement) => {
                 *next_region += 1;
                 if per_region {
-                    let scale = renderer.region_scale(region);
                     in_regions.extend(renderer.region_marks(region).map(|mark| (mark, scale)));
                 }
-                if renderer.counted(region).is_some() && renderer.region_scale(region) == 1 {
+                if counted.is_some() {
                     stats.counted_loops += 1;
                 }
                 match region.shape {
@@ -1243,7 +1244,7 @@ fn post_order(function: &Function) -> Vec<NodeId> {
 }
 
 /// `root` and its descendants, in pre-order.
-fn subtree(function: &Function, root: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+pub(super) fn subtree(function: &Function, root: NodeId) -> impl Iterator<Item = NodeId> + '_ {
     let mut stack = vec![root];
     std::iter::from_fn(move || {
         let id = stack.pop()?;
@@ -1310,12 +1311,13 @@ impl Renderer<'_> {
     }
 
     /// The counted loop whose FAST loop region `region`'s split loop
-    /// bounds by its variable, if it has one.
-    fn counted(&self, region: &Region) -> Option<CountedLoop> {
+    /// bounds by its variable, if it has one; `scale`: the region's (a
+    /// counted FAST loop takes one event per iteration, scale 1).
+    fn counted(&self, region: &Region, scale: u32) -> Option<CountedLoop> {
         let Shape::Loop { node } = region.shape else {
             return None;
         };
-        (self.per_region && self.split_loops && self.counted_loops)
+        (self.per_region && self.split_loops && self.counted_loops && scale == 1)
             .then(|| CountedLoop::recognise(self.function, self.text, node))
             .flatten()
     }
@@ -1357,6 +1359,8 @@ impl Renderer<'_> {
         region: &Region,
         number: usize,
         own: &[Insertion],
+        scale: u32,
+        counted: Option<&CountedLoop>,
     ) -> Result<String, &'static str> {
         let local = self.local(number);
         let weight = region.weight;
@@ -1369,7 +1373,6 @@ impl Renderer<'_> {
         };
         // Per site: FAST when no site can fire before the region ends.
         // Per region: this execution is one event, FAST unless sampled.
-        let scale = self.region_scale(region);
         let fast = if self.per_region {
             region_test(&local, scale)
         } else {
@@ -1411,6 +1414,7 @@ impl Renderer<'_> {
                     (&load, &test, scale),
                     own,
                     slow_only,
+                    counted,
                 )?;
             }
             Shape::Declarations => {
@@ -1554,6 +1558,7 @@ impl Renderer<'_> {
         (load, test, scale): (&str, &str, u32),
         own: &[Insertion],
         slow_only: bool,
+        counted: Option<&CountedLoop>,
     ) -> Result<(), &'static str> {
         let function = self.function;
         let node = function.node(id);
@@ -1587,8 +1592,8 @@ impl Renderer<'_> {
         // not sample gives the execution back and goes round again.
         let split = self.split_loops && !slow_only;
         let break_label = format!("__cbi_b{number}");
-        let counted = self.counted(region).filter(|_| split && scale == 1);
-        if let Some(counted) = &counted {
+        // A counted loop (scale 1, so not `slow_only`) is always split.
+        if let Some(counted) = counted {
             // FAST bounded by the loop's variable (counted.rs), its own
             // code compiled as system-header text, like FAST.
             let _ = writeln!(out, " {{ {load}for (;;) {{");
@@ -1635,7 +1640,7 @@ impl Renderer<'_> {
                 Ok(())
             };
             if copy == Version::Slow && split {
-                match &counted {
+                match counted {
                     Some(counted) => out.push_str(&counted.tail(
                         local,
                         number,
