@@ -173,7 +173,7 @@ fn instrument_file(
             .map(|(reason, n)| format!("{n} {reason}"))
             .collect();
         eprintln!(
-            "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs, {} loops{}, \
+            "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs{}, {} loops{}, \
              {} expressions, {} sites), {} declaration runs, {} leaf functions, \
              {fell_back} fell back{}; \
              front end {:.3} s, instrumentation {:.3} s",
@@ -182,6 +182,11 @@ fn instrument_file(
             counts.join(", "),
             regions.runs + regions.loops + regions.expressions,
             regions.runs,
+            if regions.runs_across_calls > 0 {
+                format!(" of which {} across calls", regions.runs_across_calls)
+            } else {
+                String::new()
+            },
             regions.loops,
             if regions.counted_loops > 0 {
                 format!(" of which {} counted", regions.counted_loops)

@@ -51,6 +51,10 @@ pub struct Options {
     /// one towards a bound bounds its FAST loop by that variable, so that
     /// FAST tests only it (`-fsample-counted-loops`, default).
     pub sample_counted_loops: bool,
+    /// With `sample_regions`, a run of statements may hold calls that use
+    /// the countdown, its event then taken from the global countdown
+    /// (`-fsample-across-calls`, default).
+    pub sample_across_calls: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -90,6 +94,7 @@ impl Default for Options {
             sample_whole_loops: false,
             sample_split_loops: true,
             sample_counted_loops: true,
+            sample_across_calls: true,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -282,6 +287,15 @@ pub const FLAGS: &[FlagGroup] = &[
                   `do ... while (--n)`) runs its unsampled iterations up to a limit on that \
                   variable computed once, so that they test nothing else (default), or each \
                   tests the countdown too; the same iterations are sampled either way",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-across-calls", |o| o.sample_across_calls = true),
+            switch("-fno-sample-across-calls", |o| {
+                o.sample_across_calls = false
+            }),
+        ],
+        meaning: "with -fsample-regions: a run of statements may hold calls to functions with                   sites, one event for the run's execution taken from the thread's countdown                   (default), or such calls end runs, whose events then keep the countdown in a                   local",
     },
     FlagGroup {
         flags: &[

@@ -89,6 +89,16 @@
 //! 1/sparsity each, but those of one loop execution are decided together:
 //! a loop run once per run with many iterations is observed in fewer runs
 //! (in about 1/sparsity of them, all its iterations) than per iteration.
+//!
+//! With `-fsample-across-calls` too (the default), a run may hold weighty
+//! calls: its execution is one event taken before it starts, and the
+//! callees' sites are later events of the thread's stream, whichever copy
+//! called them, so nothing needs FAST to be exact. Such a run takes its
+//! event from the global countdown, which the calls use, and keeps no
+//! local: `if (__builtin_expect(--cbi_countdown > 0, 1) || !cbi_sample())
+//! { FAST } else { SLOW }`, with no store at its end, its jumps or its
+//! `return`s. Loop, expression and declaration regions still exclude
+//! weighty calls.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -121,6 +131,8 @@ pub(super) struct Mark {
 pub struct RegionStats {
     /// Runs of statements cloned.
     pub runs: usize,
+    /// Runs among `runs` that hold weighty calls (`-fsample-across-calls`).
+    pub runs_across_calls: usize,
     /// Loops whose iterations were cloned.
     pub loops: usize,
     /// Conditions and `for` steps of loops with loops inside, and
@@ -144,6 +156,7 @@ pub struct RegionStats {
 impl RegionStats {
     pub fn add(&mut self, other: &RegionStats) {
         self.runs += other.runs;
+        self.runs_across_calls += other.runs_across_calls;
         self.loops += other.loops;
         self.counted_loops += other.counted_loops;
         self.expressions += other.expressions;
@@ -195,6 +208,26 @@ struct Region {
     end: usize,
     weight: u32,
     sites: u32,
+    /// A run holding weighty calls (`-fsample-across-calls`): its test
+    /// takes its event from the global countdown, and neither copy keeps
+    /// a local one, since the calls use the global one.
+    across_calls: bool,
+}
+
+/// Which forms of the transform to use (sampler-cc's `-fsample-*` flags).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Forms {
+    /// `-fsample-regions`: one event per region execution (else per site).
+    pub per_region: bool,
+    /// `-fsample-whole-loops` (with `per_region`).
+    pub whole_loops: bool,
+    /// `-fsample-split-loops` (with `per_region`).
+    pub split_loops: bool,
+    /// `-fsample-counted-loops` (with `split_loops`).
+    pub counted_loops: bool,
+    /// `-fsample-across-calls` (with `per_region`): runs may hold weighty
+    /// calls.
+    pub across_calls: bool,
 }
 
 /// Replaces the regions of `function` in `insertions`: the insertions
@@ -209,10 +242,7 @@ pub(super) fn clone_regions(
     map: &LineMap,
     marks: &[Mark],
     is_weighty: &dyn Fn(&Call) -> bool,
-    per_region: bool,
-    whole_loops: bool,
-    split_loops: bool,
-    counted_loops: bool,
+    forms: Forms,
     insertions: &mut Vec<Insertion>,
     next_region: &mut usize,
     stats: &mut RegionStats,
@@ -224,7 +254,7 @@ pub(super) fn clone_regions(
         }
         return;
     }
-    let mut planner = Planner::new(function, text, marks, is_weighty, whole_loops);
+    let mut planner = Planner::new(function, text, marks, is_weighty, forms);
     planner.plan_statement(function.body);
     stats.add(&planner.stats);
     // A leaf function keeps the countdown in one local from its entry to
@@ -263,9 +293,9 @@ pub(super) fn clone_regions(
         labels: planner.labels,
         returns: return_extents(function),
         shared: shared.clone(),
-        per_region,
-        split_loops,
-        counted_loops,
+        per_region: forms.per_region,
+        split_loops: forms.split_loops,
+        counted_loops: forms.counted_loops,
     };
     let mut rendered = Vec::with_capacity(regions.len());
     for (region, own) in regions.iter().zip(inside) {
@@ -275,14 +305,17 @@ pub(super) fn clone_regions(
         match renderer.render(region, number, &own, scale, counted.as_ref()) {
             Ok(replacement) => {
                 *next_region += 1;
-                if per_region {
+                if forms.per_region {
                     in_regions.extend(renderer.region_marks(region).map(|mark| (mark, scale)));
                 }
                 if counted.is_some() {
                     stats.counted_loops += 1;
                 }
                 match region.shape {
-                    Shape::Run { .. } => stats.runs += 1,
+                    Shape::Run { .. } => {
+                        stats.runs += 1;
+                        stats.runs_across_calls += usize::from(region.across_calls);
+                    }
                     Shape::Loop { .. } => stats.loops += 1,
                     Shape::Expression { .. } => stats.expressions += 1,
                     Shape::Declarations => stats.declarations += 1,
@@ -451,6 +484,17 @@ fn region_test(local: &str, scale: u32) -> String {
     }
 }
 
+/// The test of a region that holds weighty calls (`-fsample-across-calls`),
+/// of `scale` at least 1: its execution is an event of the global
+/// countdown, FAST unless sampled, as `--cbi_countdown <= 0 &&
+/// cbi_sample()` decides for a site outside regions.
+fn global_region_test(scale: u32) -> String {
+    match scale {
+        1 => "__builtin_expect(--cbi_countdown > 0, 1) || !cbi_sample()".to_owned(),
+        s => format!("__builtin_expect((cbi_countdown -= {s}) > 0, 1) || !cbi_sample()"),
+    }
+}
+
 /// One execution of a region of `scale` (at least 1) taken from local
 /// countdown `local`: true while the countdown lasts.
 fn region_decrement(local: &str, scale: u32) -> String {
@@ -571,6 +615,8 @@ struct Planner<'a> {
     calls: Vec<bool>,
     size: Vec<u32>,
     whole_loops: bool,
+    /// Runs may hold weighty calls (`-fsample-across-calls`).
+    across_calls: bool,
     /// Keys of the `static` locals, ascending.
     statics: Vec<usize>,
     labels: HashMap<&'a str, NodeId>,
@@ -588,7 +634,7 @@ impl<'a> Planner<'a> {
         text: &'a [u8],
         marks: &[Mark],
         is_weighty: &dyn Fn(&Call) -> bool,
-        whole_loops: bool,
+        forms: Forms,
     ) -> Self {
         let n = function.nodes.len();
         let mut own = vec![0u32; n];
@@ -606,7 +652,8 @@ impl<'a> Planner<'a> {
             named_label: vec![false; n],
             calls: vec![false; n],
             size: vec![1; n],
-            whole_loops,
+            whole_loops: forms.per_region && forms.whole_loops,
+            across_calls: forms.per_region && forms.across_calls,
             statics: function
                 .locals
                 .iter()
@@ -786,7 +833,7 @@ impl<'a> Planner<'a> {
     /// the program's structure (a loop or weighty call inside),
     /// `Some(Some(reason))` for what cloning cannot copy.
     fn boundary(&self, id: NodeId) -> Option<Option<&'static str>> {
-        if self.weighty[id] || self.cyclic[id] {
+        if (self.weighty[id] && !self.across_calls) || self.cyclic[id] {
             return Some(None);
         }
         let node = self.function.node(id);
@@ -883,6 +930,7 @@ impl<'a> Planner<'a> {
             end: node.end,
             weight: self.path[id],
             sites: self.sum[id],
+            across_calls: false,
         });
     }
 
@@ -957,6 +1005,7 @@ impl<'a> Planner<'a> {
                 end,
                 weight,
                 sites,
+                across_calls: items.iter().any(|&i| self.weighty[i]),
             });
         }
     }
@@ -972,7 +1021,9 @@ impl<'a> Planner<'a> {
             return;
         };
         let sites: u32 = items.iter().map(|&i| self.sum[i]).sum();
-        if sites < 2 {
+        // A call that uses the global countdown cannot come between the
+        // local's load and its store (`-fsample-across-calls`).
+        if sites < 2 || items.iter().any(|&i| self.weighty[i]) {
             return;
         }
         let start = function.node(first).start;
@@ -994,6 +1045,7 @@ impl<'a> Planner<'a> {
             end,
             weight: sites,
             sites,
+            across_calls: false,
         });
     }
 
@@ -1054,6 +1106,7 @@ impl<'a> Planner<'a> {
             end,
             weight,
             sites,
+            across_calls: false,
         });
         true
     }
@@ -1391,6 +1444,20 @@ impl Renderer<'_> {
         let (start, end) = (region.start, region.end);
         let mut out = String::new();
         match &region.shape {
+            Shape::Run { .. } if region.across_calls => {
+                // The calls take their events from the global countdown,
+                // so the run takes its own there too, as a site outside
+                // regions does, and keeps no local to store back.
+                let test = if slow_only {
+                    "{".to_owned()
+                } else {
+                    format!("if ({}) {{", global_region_test(scale))
+                };
+                let _ = write!(out, "{{ {test}");
+                let between = (!slow_only).then_some(" } else {");
+                self.both(&mut out, region, &local, (start, end), own, between)?;
+                out.push_str(" } }");
+            }
             Shape::Run { .. } => {
                 let _ = write!(out, "{{ {load}{test}");
                 let between = (!slow_only).then_some(" } else {");
@@ -1908,14 +1975,14 @@ impl Renderer<'_> {
                         },
                         Jump::Computed => return Err("computed goto"),
                     };
-                    if leaves && !shared {
+                    if leaves && !shared && !region.across_calls {
                         insertions.push(
                             store_before(function, text, id, local)
                                 .ok_or("statement end not found")?,
                         );
                     }
                 }
-                NodeKind::Return => {
+                NodeKind::Return if !region.across_calls => {
                     insertions.push(
                         store_before(function, text, id, local).ok_or("statement end not found")?,
                     );

@@ -286,19 +286,30 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
              8 leaf functions, 5 fell back ({fell_back})"
         )
     };
+    // Runs may hold calls to functions with sites.
+    let across_calls = |loops: &str| {
+        format!(
+            "25 cloned (14 runs of which 3 across calls, 9 loops{loops}, 2 expressions, \
+             238 sites), 7 declaration runs, 8 leaf functions, 5 fell back ({fell_back})"
+        )
+    };
     // `vla`'s two loops, `loops`' last and `main`'s two without calls.
-    let counted = per_iteration(" of which 5 counted");
+    let counted = across_calls(" of which 5 counted");
+    let within_calls = per_iteration(" of which 5 counted");
+    let across_calls = across_calls("");
     let per_iteration = per_iteration("");
     // Small loops whole: runs hold them, and a loop with only small loops
     // inside is innermost.
-    let whole_loops = "14 cloned (13 runs, 0 loops, 1 expressions, 272 sites), 4 declaration runs, \
+    let whole_loops = "14 cloned (13 runs of which 2 across calls, 0 loops, 1 expressions, 308 sites), \
+                       3 declaration runs, \
                        8 leaf functions, 4 fell back (1 backward goto, 1 computed goto, 1 setjmp, \
                        1 static local)";
     for (form, stats) in [
         ("-fsample-sites", per_iteration.as_str()),
         ("-fsample-regions", counted.as_str()),
-        ("-fno-sample-counted-loops", per_iteration.as_str()),
-        ("-fno-sample-split-loops", per_iteration.as_str()),
+        ("-fno-sample-across-calls", within_calls.as_str()),
+        ("-fno-sample-counted-loops", across_calls.as_str()),
+        ("-fno-sample-split-loops", across_calls.as_str()),
         ("-fsample-whole-loops", whole_loops),
     ] {
         sampled_tricky_is_equivalent(&lab, form, stats, &warnings, &expected, &exact);
@@ -539,6 +550,7 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
         ("per-region", "-fclone-regions"),
         ("uncounted", "-fno-sample-counted-loops"),
         ("unsplit", "-fno-sample-split-loops"),
+        ("within-calls", "-fno-sample-across-calls"),
         ("per-site", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
     ] {
@@ -597,8 +609,9 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
     }
 }
 
-/// Two regions of two sites each: a run in a leaf function, evaluated
-/// once per call, and the body of an innermost loop.
+/// Three regions of two sites or more: a run in a leaf function,
+/// evaluated once per call, the body of an innermost loop, and a run
+/// around a call to a function with sites (`-fsample-across-calls`).
 const PAIRS: &str = r#"#include <stdio.h>
 #include <stdlib.h>
 
@@ -617,7 +630,11 @@ int main(int argc, char **argv)
     int n = argc > 1 ? atoi(argv[1]) : 30000;
     long s = 0;
     for (int i = 0; i < n; i++) {
+        if (i % 5 == 0)
+            s += 7;
         s += pair(i);
+        if (i % 7 == 0)
+            s -= 2;
         for (int k = 0; k < 8; k++) {
             if ((i + k) % 3 == 0)
                 s++;
@@ -640,16 +657,19 @@ fn sample_regions_decides_once_per_region_execution() {
     lab.write("pairs.c", PAIRS);
     let sparsity = 3.0_f64;
     // (first site, second site, events of each, iterations of the loop
-    // that holds them).
+    // that holds them, whether a call to a function with sites comes
+    // between them).
     let pairs = [
-        ("x & 1", "x & 2", 30_000.0, 1.0),
-        ("(i + k) % 3 == 0", "(i ^ k) & 4", 240_000.0_f64, 8.0),
+        ("x & 1", "x & 2", 30_000.0, 1.0, false),
+        ("(i + k) % 3 == 0", "(i ^ k) & 4", 240_000.0_f64, 8.0, false),
+        ("i % 5 == 0", "i % 7 == 0", 30_000.0, 1.0, true),
     ];
     for (build, form) in [
         ("regions", "-fsample-regions"),
         ("uncounted", "-fno-sample-counted-loops"),
         ("unsplit", "-fno-sample-split-loops"),
         ("whole", "-fsample-whole-loops"),
+        ("within", "-fno-sample-across-calls"),
         ("sites", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
     ] {
@@ -664,20 +684,28 @@ fn sample_regions_decides_once_per_region_execution() {
         ]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         let cloned = match form {
-            // The inner loop whole, in a run of its own.
-            "-fsample-whole-loops" => Some("2 cloned (2 runs, 0 loops, 0 expressions, 5 sites)"),
+            // The inner loop whole, in the run around the call.
+            "-fsample-whole-loops" => {
+                Some("2 cloned (2 runs of which 1 across calls, 0 loops, 0 expressions, 8 sites)")
+            }
             "-fno-clone-regions" => None,
-            "-fsample-regions" => {
+            "-fsample-regions" => Some(
+                "3 cloned (2 runs of which 1 across calls, 1 loops of which 1 counted, \
+                 0 expressions, 8 sites)",
+            ),
+            // The two conditions around the call are sites of their own.
+            "-fno-sample-across-calls" => {
                 Some("2 cloned (1 runs, 1 loops of which 1 counted, 0 expressions, 5 sites)")
             }
-            _ => Some("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
+            "-fsample-sites" => Some("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
+            _ => Some("3 cloned (2 runs of which 1 across calls, 1 loops, 0 expressions, 8 sites)"),
         };
         if let Some(cloned) = cloned {
             assert!(stderr.contains(cloned), "{stderr}");
         }
         for seed in ["1", "2"] {
             let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
-            assert_eq!(lab.run(build, &[], "report", &env), "80000\n");
+            assert_eq!(lab.run(build, &[], "report", &env), "113428\n");
             let observed = counters(&lab.resolve("report", &[build]));
             let total = |condition: &str| -> u64 {
                 let wanted = format!("\t{condition}\t");
@@ -686,7 +714,7 @@ fn sample_regions_decides_once_per_region_execution() {
                 assert!(rows.next().is_none(), "{condition}");
                 values.iter().sum()
             };
-            for (first, second, events, iterations) in pairs {
+            for (first, second, events, iterations, across_call) in pairs {
                 let (a, b) = (total(first), total(second));
                 // A whole loop's execution is observed whole, its
                 // iterations' events together: the variance of sampling
@@ -703,7 +731,12 @@ fn sample_regions_decides_once_per_region_execution() {
                         "{build}, seed {seed}: {seen} observed of {events} events"
                     );
                 }
-                if form != "-fsample-sites" && form != "-fno-clone-regions" {
+                let together = match form {
+                    "-fsample-sites" | "-fno-clone-regions" => false,
+                    "-fno-sample-across-calls" => !across_call,
+                    _ => true,
+                };
+                if together {
                     assert_eq!(a, b, "{build}, seed {seed}: {first} and {second}");
                 } else {
                     assert_ne!(a, b, "{build}, seed {seed}: {first} and {second}");
@@ -1139,12 +1172,14 @@ fn counted_loops_sample_the_same_executions_as_split_loops() {
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
     let stats = build("counted", "-fsample-counted-loops");
     assert!(
-        stats.contains("(2 runs, 24 loops of which 20 counted, 2 expressions"),
+        stats.contains(
+            "(2 runs of which 1 across calls, 24 loops of which 20 counted, 2 expressions"
+        ),
         "{stats}"
     );
     let stats = build("uncounted", "-fno-sample-counted-loops");
     assert!(
-        stats.contains("(2 runs, 24 loops, 2 expressions"),
+        stats.contains("(2 runs of which 1 across calls, 24 loops, 2 expressions"),
         "{stats}"
     );
     for sparsity in ["1", "3", "1000"] {
