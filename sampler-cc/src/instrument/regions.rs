@@ -995,7 +995,13 @@ impl<'a> Planner<'a> {
                 continue;
             };
             if let Some(reason) = self.unclonable_extent(start, end) {
+                // What makes the run unclonable (a backward `goto`, say) is
+                // in one statement, or between two: the statements' own
+                // blocks, branches and loops may still be regions.
                 self.stats.fall_back(reason);
+                for &item in &items {
+                    self.descend(self.strip_labels(item));
+                }
                 continue;
             }
             let ends_in_jump = never_falls_through(function, last);
