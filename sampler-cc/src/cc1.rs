@@ -188,10 +188,20 @@ fn instrument_file(
                 String::new()
             },
             regions.loops,
-            if regions.counted_loops > 0 {
-                format!(" of which {} counted", regions.counted_loops)
-            } else {
-                String::new()
+            {
+                let kinds: Vec<String> = [
+                    (regions.counted_loops, "counted"),
+                    (regions.loops_across_calls, "across calls"),
+                ]
+                .iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, kind)| format!("{n} {kind}"))
+                .collect();
+                if kinds.is_empty() {
+                    String::new()
+                } else {
+                    format!(" of which {}", kinds.join(" and "))
+                }
             },
             regions.expressions,
             regions.cloned_sites,

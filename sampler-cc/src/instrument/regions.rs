@@ -97,8 +97,9 @@
 //! event from the global countdown, which the calls use, and keeps no
 //! local: `if (__builtin_expect(--cbi_countdown > 0, 1) || !cbi_sample())
 //! { FAST } else { SLOW }`, with no store at its end, its jumps or its
-//! `return`s. Loop, expression and declaration regions still exclude
-//! weighty calls.
+//! `return`s. The iteration of an innermost loop with weighty calls is a
+//! loop region the same way, unsplit and never counted. Expression and
+//! declaration regions still exclude weighty calls.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -133,6 +134,8 @@ pub struct RegionStats {
     pub runs: usize,
     /// Runs among `runs` that hold weighty calls (`-fsample-across-calls`).
     pub runs_across_calls: usize,
+    /// Loops among `loops` whose iterations hold weighty calls.
+    pub loops_across_calls: usize,
     /// Loops whose iterations were cloned.
     pub loops: usize,
     /// Conditions and `for` steps of loops with loops inside, and
@@ -157,6 +160,7 @@ impl RegionStats {
     pub fn add(&mut self, other: &RegionStats) {
         self.runs += other.runs;
         self.runs_across_calls += other.runs_across_calls;
+        self.loops_across_calls += other.loops_across_calls;
         self.loops += other.loops;
         self.counted_loops += other.counted_loops;
         self.expressions += other.expressions;
@@ -316,7 +320,10 @@ pub(super) fn clone_regions(
                         stats.runs += 1;
                         stats.runs_across_calls += usize::from(region.across_calls);
                     }
-                    Shape::Loop { .. } => stats.loops += 1,
+                    Shape::Loop { .. } => {
+                        stats.loops += 1;
+                        stats.loops_across_calls += usize::from(region.across_calls);
+                    }
                     Shape::Expression { .. } => stats.expressions += 1,
                     Shape::Declarations => stats.declarations += 1,
                 }
@@ -1067,10 +1074,11 @@ impl<'a> Planner<'a> {
         let iteration = iteration.iter().flatten().copied();
         if iteration
             .clone()
-            .any(|part| self.weighty[part] || self.cyclic[part])
+            .any(|part| (self.weighty[part] && !self.across_calls) || self.cyclic[part])
         {
             return false;
         }
+        let across_calls = iteration.clone().any(|part| self.weighty[part]);
         let sites: u32 = iteration.clone().map(|p| self.sum[p]).sum();
         if sites == 0 {
             return false;
@@ -1112,7 +1120,7 @@ impl<'a> Planner<'a> {
             end,
             weight,
             sites,
-            across_calls: false,
+            across_calls,
         });
         true
     }
@@ -1376,7 +1384,11 @@ impl Renderer<'_> {
         let Shape::Loop { node } = region.shape else {
             return None;
         };
-        (self.per_region && self.split_loops && self.counted_loops && scale == 1)
+        (self.per_region
+            && self.split_loops
+            && self.counted_loops
+            && scale == 1
+            && !region.across_calls)
             .then(|| CountedLoop::recognise(self.function, self.text, node))
             .flatten()
     }
@@ -1476,6 +1488,27 @@ impl Renderer<'_> {
                     _ => store,
                 };
                 let _ = write!(out, " }} {store}}}");
+            }
+            Shape::Loop { node } if region.across_calls => {
+                // As a run across calls: the global countdown, no local;
+                // the calls keep the loop from being split (its FAST
+                // iterations would not be free of calls).
+                let test = if slow_only {
+                    "{".to_owned()
+                } else {
+                    format!("if ({}) {{", global_region_test(scale))
+                };
+                self.render_loop(
+                    &mut out,
+                    region,
+                    *node,
+                    number,
+                    &local,
+                    ("", &test, scale),
+                    own,
+                    slow_only,
+                    None,
+                )?;
             }
             Shape::Loop { node } => {
                 self.render_loop(
@@ -1663,7 +1696,7 @@ impl Renderer<'_> {
         // own, with no call (gcc can keep the user's loads out of it),
         // left for the draw when the countdown runs out; a draw that does
         // not sample gives the execution back and goes round again.
-        let split = self.split_loops && !slow_only;
+        let split = self.split_loops && !slow_only && !region.across_calls;
         let break_label = format!("__cbi_b{number}");
         // A counted loop (scale 1, so not `slow_only`) is always split.
         if let Some(counted) = counted {
@@ -1687,7 +1720,11 @@ impl Renderer<'_> {
                 && self.continue_target(n) == Some(id)
         });
         let is_do = matches!(node.kind, NodeKind::Do);
-        let exit = self.write_back(local);
+        let exit = if region.across_calls {
+            String::new()
+        } else {
+            self.write_back(local)
+        };
         let copies: &[Version] = if slow_only {
             &[Version::Slow]
         } else {

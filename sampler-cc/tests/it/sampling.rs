@@ -300,8 +300,8 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     let per_iteration = per_iteration("");
     // Small loops whole: runs hold them, and a loop with only small loops
     // inside is innermost.
-    let whole_loops = "16 cloned (15 runs of which 2 across calls, 0 loops, 1 expressions, 327 sites), \
-                       4 declaration runs, \
+    let whole_loops = "15 cloned (14 runs of which 1 across calls, 1 loops of which 1 across calls, \
+                       0 expressions, 328 sites), 4 declaration runs, \
                        8 leaf functions, 4 fell back (1 backward goto, 1 computed goto, 1 setjmp, \
                        1 static local)";
     for (form, stats) in [
@@ -609,9 +609,10 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
     }
 }
 
-/// Three regions of two sites or more: a run in a leaf function,
-/// evaluated once per call, the body of an innermost loop, and a run
-/// around a call to a function with sites (`-fsample-across-calls`).
+/// Four regions of two sites or more: a run in a leaf function,
+/// evaluated once per call, the body of an innermost loop, a run around
+/// a call to a function with sites and the iteration of a loop around
+/// such a call (both `-fsample-across-calls`).
 const PAIRS: &str = r#"#include <stdio.h>
 #include <stdlib.h>
 
@@ -642,6 +643,13 @@ int main(int argc, char **argv)
                 s--;
         }
     }
+    for (int j = 0; j < n; j++) {
+        if (j % 3 == 1)
+            s += 2;
+        s += pair(j);
+        if (j % 11 == 0)
+            s -= 3;
+    }
     printf("%ld\n", s);
     return 0;
 }
@@ -660,9 +668,10 @@ fn sample_regions_decides_once_per_region_execution() {
     // that holds them, whether a call to a function with sites comes
     // between them).
     let pairs = [
-        ("x & 1", "x & 2", 30_000.0, 1.0, false),
+        ("x & 1", "x & 2", 60_000.0, 1.0, false),
         ("(i + k) % 3 == 0", "(i ^ k) & 4", 240_000.0_f64, 8.0, false),
         ("i % 5 == 0", "i % 7 == 0", 30_000.0, 1.0, true),
+        ("j % 3 == 1", "j % 11 == 0", 30_000.0, 1.0, true),
     ];
     for (build, form) in [
         ("regions", "-fsample-regions"),
@@ -684,28 +693,32 @@ fn sample_regions_decides_once_per_region_execution() {
         ]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         let cloned = match form {
-            // The inner loop whole, in the run around the call.
+            // The inner loop whole, in the iteration of the loop around
+            // it and the call.
             "-fsample-whole-loops" => {
-                Some("2 cloned (2 runs of which 1 across calls, 0 loops, 0 expressions, 8 sites)")
+                Some("3 cloned (1 runs, 2 loops of which 2 across calls, 0 expressions, 13 sites)")
             }
             "-fno-clone-regions" => None,
             "-fsample-regions" => Some(
-                "3 cloned (2 runs of which 1 across calls, 1 loops of which 1 counted, \
-                 0 expressions, 8 sites)",
+                "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 counted and \
+                 1 across calls, 0 expressions, 12 sites)",
             ),
-            // The two conditions around the call are sites of their own.
+            // The conditions around the calls are sites of their own.
             "-fno-sample-across-calls" => {
                 Some("2 cloned (1 runs, 1 loops of which 1 counted, 0 expressions, 5 sites)")
             }
             "-fsample-sites" => Some("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
-            _ => Some("3 cloned (2 runs of which 1 across calls, 1 loops, 0 expressions, 8 sites)"),
+            _ => Some(
+                "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 across calls, \
+                 0 expressions, 12 sites)",
+            ),
         };
         if let Some(cloned) = cloned {
             assert!(stderr.contains(cloned), "{stderr}");
         }
         for seed in ["1", "2"] {
             let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
-            assert_eq!(lab.run(build, &[], "report", &env), "113428\n");
+            assert_eq!(lab.run(build, &[], "report", &env), "245244\n");
             let observed = counters(&lab.resolve("report", &[build]));
             let total = |condition: &str| -> u64 {
                 let wanted = format!("\t{condition}\t");
@@ -1172,14 +1185,12 @@ fn counted_loops_sample_the_same_executions_as_split_loops() {
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
     let stats = build("counted", "-fsample-counted-loops");
     assert!(
-        stats.contains(
-            "(2 runs of which 1 across calls, 24 loops of which 20 counted, 2 expressions"
-        ),
+        stats.contains("(1 runs, 25 loops of which 20 counted and 1 across calls, 1 expressions"),
         "{stats}"
     );
     let stats = build("uncounted", "-fno-sample-counted-loops");
     assert!(
-        stats.contains("(2 runs of which 1 across calls, 24 loops, 2 expressions"),
+        stats.contains("(1 runs, 25 loops of which 1 across calls, 1 expressions"),
         "{stats}"
     );
     for sparsity in ["1", "3", "1000"] {
