@@ -34,8 +34,11 @@ extern "C" {
  *         <count the site>;
  *
  * It is 0 in a thread that has not met a site yet: the first decrement
- * then calls cbi_sample(), which starts the thread's own random stream. */
-extern __thread int cbi_countdown;
+ * then calls cbi_sample(), which starts the thread's own random stream.
+ * Initial-exec, as the runtime defines it (its TLS segment is static):
+ * code built with -fPIC reads it at a fixed offset from the thread
+ * pointer instead of calling __tls_get_addr. */
+extern __thread int cbi_countdown __attribute__((__tls_model__("initial-exec")));
 
 /* Called when cbi_countdown has run out. Returns 1 when the current event
  * is sampled (the site must count it), 0 when it is not, and sets
@@ -208,8 +211,8 @@ void cbi_traceObserve(const struct cbi_scheme_sites *scheme, uint32_t site, uint
  * the thread has not met its first event); cbi_sampledEvents counts the
  * events cbi_sample said were sampled on this thread. Read them only on
  * the calling thread; never write them. */
-extern __thread void *cbi_traceRing;
-extern __thread unsigned long long cbi_sampledEvents;
+extern __thread void *cbi_traceRing __attribute__((__tls_model__("initial-exec")));
+extern __thread unsigned long long cbi_sampledEvents __attribute__((__tls_model__("initial-exec")));
 void cbi_traceRecord(void *ring, unsigned long long event, const struct cbi_scheme_sites *scheme,
                      uint32_t site, uint32_t slot);
 

@@ -791,8 +791,14 @@ impl Context<'_> {
         // and gcc then lost a -Wmaybe-uninitialized warning of plain gcc's,
         // apparently not warning in blocks it predicts never run
         // (BENCHMARKS.md, "a cold draw").
+        // The runtime's thread-locals are initial-exec (runtime/src/tls.c,
+        // its TLS segment static): declared so here, code built with -fPIC
+        // reads them at a fixed offset from the thread pointer, where the
+        // default general-dynamic model calls __tls_get_addr on each access
+        // (874 calls in an instrumented libz.so).
         out.push_str(
-            "extern __thread int cbi_countdown;\nextern int cbi_sample(void);\n\
+            "extern __thread int cbi_countdown __attribute__((__tls_model__(\"initial-exec\")));\n\
+             extern int cbi_sample(void);\n\
              extern void __cbi_register_unit(void *) __asm__(\"cbi_registerUnit\");\n\
              extern void __cbi_unregister_unit(void *) __asm__(\"cbi_unregisterUnit\");\n",
         );
@@ -803,8 +809,9 @@ impl Context<'_> {
              __asm__(\"cbi_gObjectUnrefClassify\");\n\
              extern void __cbi_trace_observe(const void *, unsigned int, unsigned int) \
              __asm__(\"cbi_traceObserve\");\n\
-             extern __thread void *cbi_traceRing;\n\
-             extern __thread unsigned long long cbi_sampledEvents;\n\
+             extern __thread void *cbi_traceRing __attribute__((__tls_model__(\"initial-exec\")));\n\
+             extern __thread unsigned long long cbi_sampledEvents \
+             __attribute__((__tls_model__(\"initial-exec\")));\n\
              extern void __cbi_trace_record(void *, unsigned long long, const void *, unsigned int, \
              unsigned int) __asm__(\"cbi_traceRecord\");\n\
              extern char __cbi_single_threaded __asm__(\"__libc_single_threaded\") \

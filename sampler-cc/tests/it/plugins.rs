@@ -162,6 +162,31 @@ fn unit_names(lab: &Lab, binaries: &[&str]) -> HashMap<String, String> {
     names
 }
 
+/// Instrumented shared objects reach the countdown as the runtime defines
+/// it, initial-exec: a load at a fixed offset from the thread pointer (a
+/// `TPOFF64` relocation), not a call to `__tls_get_addr` per access, which
+/// `-fPIC`'s default model would make.
+#[test]
+fn shared_objects_reach_the_countdown_without_tls_get_addr() {
+    let lab = Lab::new();
+    build(&lab);
+    for binary in ["libshared.so", "plugin.so"] {
+        let output = lab
+            .command("readelf")
+            .args(["-W", "--dyn-syms", "--relocs", binary])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let text = String::from_utf8(output.stdout).unwrap();
+        assert!(!text.contains("__tls_get_addr"), "{binary}: {text}");
+        assert!(
+            text.lines()
+                .any(|line| line.contains("R_X86_64_TPOFF64") && line.contains("cbi_countdown")),
+            "{binary}: {text}"
+        );
+    }
+}
+
 #[test]
 fn plugin_reloaded_under_threads_is_reported_and_merged() {
     let lab = Lab::new();
