@@ -212,9 +212,11 @@ struct Region {
     end: usize,
     weight: u32,
     sites: u32,
-    /// A run holding weighty calls (`-fsample-across-calls`): its test
-    /// takes its event from the global countdown, and neither copy keeps
-    /// a local one, since the calls use the global one.
+    /// A run, or a loop's iteration, holding weighty calls
+    /// (`-fsample-across-calls`): its test takes its event from the global
+    /// countdown, and neither copy keeps a local one, since the calls use
+    /// the global one. Such a loop is neither split nor counted (its FAST
+    /// iterations would not be free of calls).
     across_calls: bool,
 }
 
@@ -492,11 +494,12 @@ fn region_test(local: &str, scale: u32) -> String {
 }
 
 /// The test of a region that holds weighty calls (`-fsample-across-calls`),
-/// of `scale` at least 1: its execution is an event of the global
-/// countdown, FAST unless sampled, as `--cbi_countdown <= 0 &&
-/// cbi_sample()` decides for a site outside regions.
+/// of `scale`: its execution is an event of the global countdown, FAST
+/// unless sampled, as `--cbi_countdown <= 0 && cbi_sample()` decides for
+/// a site outside regions (scale 0: never FAST, as [`region_test`]).
 fn global_region_test(scale: u32) -> String {
     match scale {
+        0 => "0".to_owned(),
         1 => "__builtin_expect(--cbi_countdown > 0, 1) || !cbi_sample()".to_owned(),
         s => format!("__builtin_expect((cbi_countdown -= {s}) > 0, 1) || !cbi_sample()"),
     }
@@ -1437,14 +1440,19 @@ impl Renderer<'_> {
         let weight = region.weight;
         // Declared, then assigned: a jump from outside into the slow copy
         // skips no initialisation (-Wjump-misses-init).
-        let load = if self.shared.is_some() {
+        // A region across calls keeps no local: the calls use the global
+        // countdown, so its event is taken there too, as a site outside
+        // regions takes its own, and there is nothing to store back.
+        let load = if self.shared.is_some() || region.across_calls {
             String::new()
         } else {
             format!("int {local}; {}; ", load_local(&local))
         };
         // Per site: FAST when no site can fire before the region ends.
         // Per region: this execution is one event, FAST unless sampled.
-        let fast = if self.per_region {
+        let fast = if region.across_calls {
+            global_region_test(scale)
+        } else if self.per_region {
             region_test(&local, scale)
         } else {
             format!("__builtin_expect({local} >= {weight}, 1)")
@@ -1458,24 +1466,14 @@ impl Renderer<'_> {
         } else {
             format!("if ({fast}) {{")
         };
-        let store = self.write_back(&local);
+        let store = if region.across_calls {
+            String::new()
+        } else {
+            self.write_back(&local)
+        };
         let (start, end) = (region.start, region.end);
         let mut out = String::new();
         match &region.shape {
-            Shape::Run { .. } if region.across_calls => {
-                // The calls take their events from the global countdown,
-                // so the run takes its own there too, as a site outside
-                // regions does, and keeps no local to store back.
-                let test = if slow_only {
-                    "{".to_owned()
-                } else {
-                    format!("if ({}) {{", global_region_test(scale))
-                };
-                let _ = write!(out, "{{ {test}");
-                let between = (!slow_only).then_some(" } else {");
-                self.both(&mut out, region, &local, (start, end), own, between)?;
-                out.push_str(" } }");
-            }
             Shape::Run { .. } => {
                 let _ = write!(out, "{{ {load}{test}");
                 let between = (!slow_only).then_some(" } else {");
@@ -1488,27 +1486,6 @@ impl Renderer<'_> {
                     _ => store,
                 };
                 let _ = write!(out, " }} {store}}}");
-            }
-            Shape::Loop { node } if region.across_calls => {
-                // As a run across calls: the global countdown, no local;
-                // the calls keep the loop from being split (its FAST
-                // iterations would not be free of calls).
-                let test = if slow_only {
-                    "{".to_owned()
-                } else {
-                    format!("if ({}) {{", global_region_test(scale))
-                };
-                self.render_loop(
-                    &mut out,
-                    region,
-                    *node,
-                    number,
-                    &local,
-                    ("", &test, scale),
-                    own,
-                    slow_only,
-                    None,
-                )?;
             }
             Shape::Loop { node } => {
                 self.render_loop(
