@@ -902,8 +902,15 @@ impl<'a> Planner<'a> {
                     return;
                 }
                 // A loop with loops inside: its condition and step are
-                // regions of their own, checked on each iteration.
+                // regions of their own, checked on each iteration, and its
+                // initialisation one checked once (an expression: a
+                // declaration's scope would end with the region).
                 let parts = loop_parts(function, id);
+                if let Some(init) = parts.init
+                    && !is_declaration(function, init)
+                {
+                    self.plan_expression(init, Expression::Discarded);
+                }
                 if let Some(condition) = parts.condition {
                     self.plan_expression(condition, Expression::Condition);
                 }
@@ -1396,6 +1403,31 @@ impl Renderer<'_> {
             .flatten()
     }
 
+    /// Per region, the test that makes a `for` loop region's
+    /// initialisation (`init`, at `start..end`) one event: when it is an
+    /// expression (a declaration's scope would end with the test's block)
+    /// with two sites or more, all at scale 1 (with rates each keeps its
+    /// own check and scale, which `.debug_site_scales` records).
+    fn init_test(&self, init: NodeId, start: usize, end: usize) -> Option<String> {
+        if !self.per_region || is_declaration(self.function, init) {
+            return None;
+        }
+        let mut sites = 0;
+        for mark in self.marks {
+            let node = self.function.node(mark.node);
+            if node.start >= start && node.end <= end {
+                if mark.scale != 1 {
+                    return None;
+                }
+                sites += mark.count;
+            }
+        }
+        (sites >= 2).then(|| match &self.shared {
+            Some(local) => region_test(local, 1),
+            None => global_region_test(1),
+        })
+    }
+
     /// The marks (by index) of the sites whose observations a region's
     /// event decides: those inside it, but a `for`'s initialisation, which
     /// runs once before the loop and keeps its own checks.
@@ -1660,13 +1692,24 @@ impl Renderer<'_> {
                 function.node(init).start,
                 function.node(init).end.min(first_semicolon),
             );
-            let version = if self.shared.is_some() {
-                Version::Local
+            if let Some(test) = self.init_test(init, start, end) {
+                // One event for the whole initialisation, taken before the
+                // loop's local is loaded (from the function's local in a
+                // leaf function, else from the global countdown).
+                let _ = write!(out, "if ({test}) {{ ");
+                self.piece(out, region, local, None, start, end, Version::Fast, own)?;
+                out.push_str("; } else { ");
+                self.piece(out, region, local, None, start, end, Version::Slow, own)?;
+                out.push_str("; }");
             } else {
-                Version::Before
-            };
-            self.piece(out, region, local, None, start, end, version, own)?;
-            out.push(';');
+                let version = if self.shared.is_some() {
+                    Version::Local
+                } else {
+                    Version::Before
+                };
+                self.piece(out, region, local, None, start, end, version, own)?;
+                out.push(';');
+            }
         }
         // The local is loaded outside the loop and tested inside. Per
         // region the loop is split: FAST iterations run in a loop of their

@@ -610,9 +610,10 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
 }
 
 /// Four regions of two sites or more: a run in a leaf function,
-/// evaluated once per call, the body of an innermost loop, a run around
-/// a call to a function with sites and the iteration of a loop around
-/// such a call (both `-fsample-across-calls`).
+/// evaluated once per call, the body of an innermost loop (whose
+/// initialisation is one event of its own), a run around a call to a
+/// function with sites and the iteration of a loop around such a call
+/// (both `-fsample-across-calls`).
 const PAIRS: &str = r#"#include <stdio.h>
 #include <stdlib.h>
 
@@ -636,7 +637,8 @@ int main(int argc, char **argv)
         s += pair(i);
         if (i % 7 == 0)
             s -= 2;
-        for (int k = 0; k < 8; k++) {
+        int k;
+        for (k = (i < 0 ? 1 : 0) + (i > n ? 1 : 0); k < 8; k++) {
             if ((i + k) % 3 == 0)
                 s++;
             if ((i ^ k) & 4)
@@ -670,6 +672,7 @@ fn sample_regions_decides_once_per_region_execution() {
     let pairs = [
         ("x & 1", "x & 2", 60_000.0, 1.0, false),
         ("(i + k) % 3 == 0", "(i ^ k) & 4", 240_000.0_f64, 8.0, false),
+        ("i < 0", "i > n", 30_000.0, 1.0, false),
         ("i % 5 == 0", "i % 7 == 0", 30_000.0, 1.0, true),
         ("j % 3 == 1", "j % 11 == 0", 30_000.0, 1.0, true),
     ];
@@ -696,7 +699,7 @@ fn sample_regions_decides_once_per_region_execution() {
             // The inner loop whole, in the iteration of the loop around
             // it and the call.
             "-fsample-whole-loops" => {
-                Some("3 cloned (1 runs, 2 loops of which 2 across calls, 0 expressions, 13 sites)")
+                Some("3 cloned (1 runs, 2 loops of which 2 across calls, 0 expressions, 15 sites)")
             }
             "-fno-clone-regions" => None,
             "-fsample-regions" => Some(
