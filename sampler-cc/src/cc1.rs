@@ -139,6 +139,22 @@ fn display_name(input: &Path) -> String {
         .unwrap_or_else(|| input.display().to_string())
 }
 
+/// `-fsampler-stats`' qualifiers of a count: " of which 3 counted and 2
+/// across calls", the kinds that occur in that order; nothing when none
+/// does.
+fn of_which(kinds: &[(usize, &str)]) -> String {
+    let found: Vec<String> = kinds
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, kind)| format!("{n} {kind}"))
+        .collect();
+    if found.is_empty() {
+        String::new()
+    } else {
+        format!(" of which {}", found.join(" and "))
+    }
+}
+
 fn instrument_file(
     input: &Path,
     args: &[String],
@@ -182,27 +198,12 @@ fn instrument_file(
             counts.join(", "),
             regions.runs + regions.loops + regions.expressions,
             regions.runs,
-            if regions.runs_across_calls > 0 {
-                format!(" of which {} across calls", regions.runs_across_calls)
-            } else {
-                String::new()
-            },
+            of_which(&[(regions.runs_across_calls, "across calls")]),
             regions.loops,
-            {
-                let kinds: Vec<String> = [
-                    (regions.counted_loops, "counted"),
-                    (regions.loops_across_calls, "across calls"),
-                ]
-                .iter()
-                .filter(|(n, _)| *n > 0)
-                .map(|(n, kind)| format!("{n} {kind}"))
-                .collect();
-                if kinds.is_empty() {
-                    String::new()
-                } else {
-                    format!(" of which {}", kinds.join(" and "))
-                }
-            },
+            of_which(&[
+                (regions.counted_loops, "counted"),
+                (regions.loops_across_calls, "across calls"),
+            ]),
             regions.expressions,
             regions.cloned_sites,
             regions.declarations,

@@ -51,9 +51,9 @@ pub struct Options {
     /// one towards a bound bounds its FAST loop by that variable, so that
     /// FAST tests only it (`-fsample-counted-loops`, default).
     pub sample_counted_loops: bool,
-    /// With `sample_regions`, a run of statements may hold calls that use
-    /// the countdown, its event then taken from the global countdown
-    /// (`-fsample-across-calls`, default).
+    /// With `sample_regions`, a run of statements or an innermost loop's
+    /// iteration may hold calls that use the countdown, its event then
+    /// taken from the global countdown (`-fsample-across-calls`, default).
     pub sample_across_calls: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
