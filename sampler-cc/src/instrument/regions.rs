@@ -1377,13 +1377,19 @@ impl Renderer<'_> {
         }
     }
 
-    /// What a region writes back before it is left (nothing with the
-    /// function's local, which `return`s write back).
-    fn write_back(&self, local: &str) -> String {
-        if self.shared.is_some() {
-            String::new()
-        } else {
+    /// Whether `region` loads a local countdown of its own and stores it
+    /// back when it is left: not with the function's local (which
+    /// `return`s write back), nor across calls (the global one is used).
+    fn own_local(&self, region: &Region) -> bool {
+        self.shared.is_none() && !region.across_calls
+    }
+
+    /// What `region` writes back before it is left.
+    fn write_back(&self, region: &Region, local: &str) -> String {
+        if self.own_local(region) {
             format!("{}; ", store_local(local))
+        } else {
+            String::new()
         }
     }
 
@@ -1413,14 +1419,12 @@ impl Renderer<'_> {
             return None;
         }
         let mut sites = 0;
-        for mark in self.marks {
-            let node = self.function.node(mark.node);
-            if node.start >= start && node.end <= end {
-                if mark.scale != 1 {
-                    return None;
-                }
-                sites += mark.count;
+        for index in self.marks_within(start, end) {
+            let mark = &self.marks[index];
+            if mark.scale != 1 {
+                return None;
             }
+            sites += mark.count;
         }
         (sites >= 2).then(|| match &self.shared {
             Some(local) => region_test(local, 1),
@@ -1439,14 +1443,22 @@ impl Renderer<'_> {
             }),
             _ => None,
         };
+        let in_init = move |index: usize| {
+            let node = self.function.node(self.marks[index].node);
+            init.is_some_and(|(s, e)| node.start >= s && node.end <= e)
+        };
+        self.marks_within(region.start, region.end)
+            .filter(move |&index| !in_init(index))
+    }
+
+    /// The marks (by index) of the sites within `start..end`.
+    fn marks_within(&self, start: usize, end: usize) -> impl Iterator<Item = usize> + '_ {
         self.marks
             .iter()
             .enumerate()
             .filter_map(move |(index, mark)| {
                 let node = self.function.node(mark.node);
-                let inside = node.start >= region.start && node.end <= region.end;
-                let in_init = init.is_some_and(|(s, e)| node.start >= s && node.end <= e);
-                (inside && !in_init).then_some(index)
+                (node.start >= start && node.end <= end).then_some(index)
             })
     }
 
@@ -1475,10 +1487,10 @@ impl Renderer<'_> {
         // A region across calls keeps no local: the calls use the global
         // countdown, so its event is taken there too, as a site outside
         // regions takes its own, and there is nothing to store back.
-        let load = if self.shared.is_some() || region.across_calls {
-            String::new()
-        } else {
+        let load = if self.own_local(region) {
             format!("int {local}; {}; ", load_local(&local))
+        } else {
+            String::new()
         };
         // Per site: FAST when no site can fire before the region ends.
         // Per region: this execution is one event, FAST unless sampled.
@@ -1498,11 +1510,7 @@ impl Renderer<'_> {
         } else {
             format!("if ({fast}) {{")
         };
-        let store = if region.across_calls {
-            String::new()
-        } else {
-            self.write_back(&local)
-        };
+        let store = self.write_back(region, &local);
         let (start, end) = (region.start, region.end);
         let mut out = String::new();
         match &region.shape {
@@ -1538,7 +1546,7 @@ impl Renderer<'_> {
                 // scalar initialiser is cloned on its own, all chosen by
                 // one check.
                 let flag = format!("__cbi_F{number}");
-                if self.shared.is_none() {
+                if self.own_local(region) {
                     let _ = write!(out, "__extension__ int {}; ", load_local(&local));
                 }
                 // `int`, not `__builtin_expect`'s `long` (-Wconversion).
@@ -1597,7 +1605,7 @@ impl Renderer<'_> {
                     slow,
                     &insertions,
                 )?;
-                if self.shared.is_none() {
+                if self.own_local(region) {
                     let _ = write!(
                         out,
                         " __extension__ __attribute__((__unused__)) int __cbi_W{number} = \
@@ -1609,10 +1617,10 @@ impl Renderer<'_> {
             Shape::Expression { use_ } => {
                 // A statement expression: the region stays an expression.
                 let result = format!("__cbi_R{number}");
-                let declare = if self.shared.is_some() {
-                    String::new()
-                } else {
+                let declare = if self.own_local(region) {
                     format!("int {local}; ")
+                } else {
+                    String::new()
                 };
                 let (declare, assign, value) = match use_ {
                     Expression::Condition => (
@@ -1622,10 +1630,10 @@ impl Renderer<'_> {
                     ),
                     Expression::Discarded => (declare, "(void)(".to_owned(), String::new()),
                 };
-                let load = if self.shared.is_some() {
-                    String::new()
-                } else {
+                let load = if self.own_local(region) {
                     format!("{}; ", load_local(&local))
+                } else {
+                    String::new()
                 };
                 let _ = write!(out, "__extension__ ({{ {declare}{load}{test} {assign}");
                 self.both(
@@ -1740,11 +1748,7 @@ impl Renderer<'_> {
                 && self.continue_target(n) == Some(id)
         });
         let is_do = matches!(node.kind, NodeKind::Do);
-        let exit = if region.across_calls {
-            String::new()
-        } else {
-            self.write_back(local)
-        };
+        let exit = self.write_back(region, local);
         let copies: &[Version] = if slow_only {
             &[Version::Slow]
         } else {
@@ -1988,7 +1992,7 @@ impl Renderer<'_> {
                 n.start >= region.start && n.end <= region.end
             };
             // With the function's local, only `return` leaves its scope.
-            let shared = self.shared.is_some();
+            let own_local = self.own_local(region);
             match &node.kind {
                 NodeKind::Jump(Jump::Continue)
                     if looping.is_some_and(|l| self.continue_target(id) == Some(l.node)) =>
@@ -2006,7 +2010,7 @@ impl Renderer<'_> {
                     let label = looping.and_then(|l| l.break_label).unwrap_or_default();
                     let stop =
                         statement_end(function, text, id).ok_or("statement end not found")?;
-                    let store = self.write_back(local);
+                    let store = self.write_back(region, local);
                     insertions.push(replacement(
                         node.start,
                         stop,
@@ -2038,7 +2042,7 @@ impl Renderer<'_> {
                         },
                         Jump::Computed => return Err("computed goto"),
                     };
-                    if leaves && !shared && !region.across_calls {
+                    if leaves && own_local {
                         insertions.push(
                             store_before(function, text, id, local)
                                 .ok_or("statement end not found")?,
