@@ -148,10 +148,10 @@ fn of_which(kinds: &[(usize, &str)]) -> String {
         .filter(|(n, _)| *n > 0)
         .map(|(n, kind)| format!("{n} {kind}"))
         .collect();
-    if found.is_empty() {
-        String::new()
-    } else {
-        format!(" of which {}", found.join(" and "))
+    match found.split_last() {
+        None => String::new(),
+        Some((last, [])) => format!(" of which {last}"),
+        Some((last, rest)) => format!(" of which {} and {last}", rest.join(", ")),
     }
 }
 
@@ -202,6 +202,7 @@ fn instrument_file(
             regions.loops,
             of_which(&[
                 (regions.counted_loops, "counted"),
+                (regions.unrolled_loops, "unrolled"),
                 (regions.loops_across_calls, "across calls"),
             ]),
             regions.expressions,

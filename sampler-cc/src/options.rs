@@ -51,6 +51,10 @@ pub struct Options {
     /// one towards a bound bounds its FAST loop by that variable, so that
     /// FAST tests only it (`-fsample-counted-loops`, default).
     pub sample_counted_loops: bool,
+    /// With `sample_split_loops`, a small loop that is not counted runs
+    /// its unsampled iterations four to a decrement of the countdown
+    /// (`-fsample-unrolled-loops`, default).
+    pub sample_unrolled_loops: bool,
     /// With `sample_regions`, a run of statements or an innermost loop's
     /// iteration may hold calls that use the countdown, its event then
     /// taken from the global countdown (`-fsample-across-calls`, default).
@@ -94,6 +98,7 @@ impl Default for Options {
             sample_whole_loops: false,
             sample_split_loops: true,
             sample_counted_loops: true,
+            sample_unrolled_loops: true,
             sample_across_calls: true,
             threads: false,
             relative_paths: false,
@@ -287,6 +292,20 @@ pub const FLAGS: &[FlagGroup] = &[
                   `do ... while (--n)`) runs its unsampled iterations up to a limit on that \
                   variable computed once, so that they test nothing else (default), or each \
                   tests the countdown too; the same iterations are sampled either way",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-unrolled-loops", |o| {
+                o.sample_unrolled_loops = true
+            }),
+            switch("-fno-sample-unrolled-loops", |o| {
+                o.sample_unrolled_loops = false
+            }),
+        ],
+        meaning: "with -fsample-split-loops: a small loop that is not counted and holds no \
+                  jump out of it runs its unsampled iterations four to one decrement of the \
+                  countdown, the iterations it did not run given back when it ends (default), \
+                  or one decrement per iteration; the same iterations are sampled either way",
     },
     FlagGroup {
         flags: &[

@@ -378,6 +378,7 @@ fn instrument_here(
                     whole_loops: options.sample_whole_loops,
                     split_loops: options.sample_regions && options.sample_split_loops,
                     counted_loops: options.sample_counted_loops,
+                    unrolled_loops: options.sample_unrolled_loops,
                     across_calls: options.sample_across_calls,
                 },
                 &mut found.insertions,

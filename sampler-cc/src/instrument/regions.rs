@@ -150,6 +150,9 @@ pub struct RegionStats {
     /// Loops among `loops` whose FAST loop is bounded by their own
     /// variable (`-fsample-counted-loops`).
     pub counted_loops: usize,
+    /// Loops among `loops` whose FAST iterations run [`UNROLL`] to a
+    /// decrement (`-fsample-unrolled-loops`).
+    pub unrolled_loops: usize,
     /// Sites inside cloned regions.
     pub cloned_sites: usize,
     /// Candidate regions left with per-site checks, by reason.
@@ -163,6 +166,7 @@ impl RegionStats {
         self.loops_across_calls += other.loops_across_calls;
         self.loops += other.loops;
         self.counted_loops += other.counted_loops;
+        self.unrolled_loops += other.unrolled_loops;
         self.expressions += other.expressions;
         self.declarations += other.declarations;
         self.leaf_functions += other.leaf_functions;
@@ -231,6 +235,8 @@ pub(super) struct Forms {
     pub split_loops: bool,
     /// `-fsample-counted-loops` (with `split_loops`).
     pub counted_loops: bool,
+    /// `-fsample-unrolled-loops` (with `split_loops`).
+    pub unrolled_loops: bool,
     /// `-fsample-across-calls` (with `per_region`): runs may hold weighty
     /// calls.
     pub across_calls: bool,
@@ -302,6 +308,7 @@ pub(super) fn clone_regions(
         per_region: forms.per_region,
         split_loops: forms.split_loops,
         counted_loops: forms.counted_loops,
+        unrolled_loops: forms.unrolled_loops,
     };
     let mut rendered = Vec::with_capacity(regions.len());
     for (region, own) in regions.iter().zip(inside) {
@@ -316,6 +323,9 @@ pub(super) fn clone_regions(
                 }
                 if counted.is_some() {
                     stats.counted_loops += 1;
+                }
+                if renderer.unrolled(region, scale, counted.is_some()) {
+                    stats.unrolled_loops += 1;
                 }
                 match region.shape {
                     Shape::Run { .. } => {
@@ -1352,7 +1362,18 @@ struct Renderer<'a> {
     /// `-fsample-counted-loops` (with `split_loops`): that loop is bounded
     /// by the loop's own variable where it counts one (counted.rs).
     counted_loops: bool,
+    /// `-fsample-unrolled-loops` (with `split_loops`): a small loop that
+    /// is not counted runs its FAST iterations [`UNROLL`] to a decrement.
+    unrolled_loops: bool,
 }
+
+/// FAST iterations of an unrolled loop per decrement of the countdown
+/// (`-fsample-unrolled-loops`).
+const UNROLL: u32 = 4;
+
+/// The largest loop (in syntax nodes, its header included) whose FAST
+/// iterations are unrolled: zlib's and bc's hot inner loops are 20 to 60.
+const UNROLL_MAX_NODES: usize = 64;
 
 /// Which copy a piece of text goes to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1735,9 +1756,13 @@ impl Renderer<'_> {
             out.push_str(&system.ok_or("no line marker")?);
             out.push_str(&counted.head(local, number));
         } else if split {
+            let _ = write!(out, " {{ {load}for (;;) {{");
+            if self.unrolled(region, scale, false) {
+                self.unrolled_iterations(out, region, id, number, local, own)?;
+            }
             let _ = write!(
                 out,
-                " {{ {load}for (;;) {{ while (__builtin_expect({}, 1)) {{",
+                " while (__builtin_expect({}, 1)) {{",
                 region_decrement(local, scale)
             );
         } else {
@@ -1832,6 +1857,122 @@ impl Renderer<'_> {
                 .ok_or("no line marker")?,
         );
         out.push_str(&self.padding(region.end));
+        Ok(())
+    }
+
+    /// Whether loop region `region` of `scale`, `counted` or not, runs
+    /// its FAST iterations [`UNROLL`] to one decrement: a split loop
+    /// region at scale 1 that is not counted and can be unrolled.
+    fn unrolled(&self, region: &Region, scale: u32, counted: bool) -> bool {
+        let Shape::Loop { node } = region.shape else {
+            return false;
+        };
+        self.per_region
+            && self.split_loops
+            && self.unrolled_loops
+            && scale == 1
+            && !region.across_calls
+            && !counted
+            && self.unrollable(node)
+    }
+
+    /// Whether loop `id`'s FAST iterations can run [`UNROLL`] to one
+    /// decrement: it is small (its copies multiply gcc's work), and
+    /// nothing leaves it but its condition (no `break`, `return` or
+    /// `goto`, whose paths would each have to give back the iterations
+    /// not run; a `continue` of its own goes to the next copy) and no
+    /// label would be defined twice.
+    fn unrollable(&self, id: NodeId) -> bool {
+        let function = self.function;
+        let mut size = 0;
+        for n in subtree(function, id) {
+            size += 1;
+            match function.node(n).kind {
+                NodeKind::Jump(Jump::Continue) if self.continue_target(n) == Some(id) => {}
+                NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(Label::Named(_)) => {
+                    return false;
+                }
+                _ => {}
+            }
+        }
+        size <= UNROLL_MAX_NODES
+    }
+
+    /// The FAST loop that runs [`UNROLL`] iterations of split loop region
+    /// `region` (loop `id`, scale 1) to one decrement of `local`, while
+    /// the countdown lasts that long; then the decrement is given back for
+    /// the single-iteration FAST loop that follows. Iteration `j` of a
+    /// round that finds the condition false has taken `j` events: it gives
+    /// back the rest before it leaves. Which iterations are sampled is
+    /// what one decrement per iteration samples.
+    fn unrolled_iterations(
+        &self,
+        out: &mut String,
+        region: &Region,
+        id: NodeId,
+        number: usize,
+        local: &str,
+        own: &[Insertion],
+    ) -> Result<(), &'static str> {
+        let function = self.function;
+        let node = function.node(id);
+        let parts = loop_parts(function, id);
+        let body = parts.body.ok_or("loop without a body")?;
+        let body_end = statement_end(function, self.text, body).ok_or("statement end not found")?;
+        let is_do = matches!(node.kind, NodeKind::Do);
+        let exit = self.write_back(region, local);
+        let break_label = format!("__cbi_b{number}");
+        let _ = write!(
+            out,
+            " while (__builtin_expect(({local} -= {UNROLL}) >= 0, 1)) {{"
+        );
+        for j in 1..=UNROLL {
+            let label = format!("__cbi_cu{number}_{j}");
+            let condition = |out: &mut String| -> Result<(), &'static str> {
+                if let Some(condition) = parts.condition {
+                    let c = function.node(condition);
+                    out.push_str(" if (!(");
+                    self.piece(out, region, local, None, c.start, c.end, Version::Fast, own)?;
+                    let give_back = match UNROLL - j {
+                        0 => String::new(),
+                        rest => format!("{local} += {rest}; "),
+                    };
+                    let _ = write!(out, ")) {{ {give_back}{exit}goto {break_label}; }}");
+                }
+                Ok(())
+            };
+            if !is_do {
+                condition(out)?;
+            }
+            out.push(' ');
+            let looping = Some(Looping {
+                node: id,
+                continue_label: &label,
+                break_label: Some(break_label.as_str()),
+            });
+            let b = function.node(body);
+            self.piece(
+                out,
+                region,
+                local,
+                looping,
+                b.start,
+                body_end,
+                Version::Fast,
+                own,
+            )?;
+            let _ = write!(out, " {label}: __attribute__((__unused__));");
+            if let Some(step) = parts.step {
+                let s = function.node(step);
+                out.push_str(" (void)(");
+                self.piece(out, region, local, None, s.start, s.end, Version::Fast, own)?;
+                out.push_str(");");
+            }
+            if is_do {
+                condition(out)?;
+            }
+        }
+        let _ = write!(out, " }} {local} += {UNROLL};");
         Ok(())
     }
 

@@ -293,9 +293,12 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
              257 sites), 8 declaration runs, 8 leaf functions, 5 fell back ({fell_back})"
         )
     };
-    // `vla`'s two loops, `loops`' last and `main`'s two without calls.
-    let counted = across_calls(" of which 5 counted");
-    let within_calls = per_iteration(" of which 5 counted");
+    // `vla`'s two loops, `loops`' last and `main`'s two without calls;
+    // three more small loops without jumps are unrolled (seven when
+    // loops are not counted).
+    let counted = across_calls(" of which 5 counted and 3 unrolled");
+    let within_calls = per_iteration(" of which 5 counted and 3 unrolled");
+    let unrolled = across_calls(" of which 7 unrolled");
     let across_calls = across_calls("");
     let per_iteration = per_iteration("");
     // Small loops whole: runs hold them, and a loop with only small loops
@@ -308,7 +311,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
         ("-fsample-sites", per_iteration.as_str()),
         ("-fsample-regions", counted.as_str()),
         ("-fno-sample-across-calls", within_calls.as_str()),
-        ("-fno-sample-counted-loops", across_calls.as_str()),
+        ("-fno-sample-counted-loops", unrolled.as_str()),
         ("-fno-sample-split-loops", across_calls.as_str()),
         ("-fsample-whole-loops", whole_loops),
     ] {
@@ -711,6 +714,11 @@ fn sample_regions_decides_once_per_region_execution() {
                 Some("2 cloned (1 runs, 1 loops of which 1 counted, 0 expressions, 5 sites)")
             }
             "-fsample-sites" => Some("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
+            // The loop not counted is unrolled.
+            "-fno-sample-counted-loops" => Some(
+                "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 unrolled and \
+                 1 across calls, 0 expressions, 12 sites)",
+            ),
             _ => Some(
                 "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 across calls, \
                  0 expressions, 12 sites)",
@@ -1123,11 +1131,34 @@ static long not_counted(int n)
     return s;
 }
 
+/* Not counted either (the variable changes in the body, steps of two),
+ * but unrolled: `continue`s of their own, the second to a `do`'s
+ * condition. */
+static long continued(int n)
+{
+    long s = 0;
+    for (int i = 0; i < n; i++) {
+        if (i % 3 == 0) {
+            i++;
+            continue;
+        }
+        s += i;
+    }
+    int k = n;
+    do {
+        if (k & 2)
+            continue;
+        s ^= k;
+    } while ((k -= 2) > 0);
+    return s;
+}
+
 int main(int argc, char **argv)
 {
     int scale = argc > 1 ? atoi(argv[1]) : 1;
     long total = 0;
     for (int r = 0; r < 3 * scale; r++) {
+        total += continued(3001 + r) + continued(0) + continued(1) + continued(2);
         total += up(5000 + r, 3) + up(0, 2) + up(-4, 2);
         total += up_expression(4000, 7) + up_expression(2, -1) + up_expression(0, 0);
         total += down(6000) + down(0) + down(-5);
@@ -1146,14 +1177,17 @@ int main(int argc, char **argv)
 "#;
 
 /// `-fsample-counted-loops` bounds a split loop's FAST loop by the loop's
-/// variable: the same events in the same order as the split loop, so under
-/// one seed both builds sample the same iterations and every counter
-/// agrees, at every sparsity; the program's output stays plain gcc's, its
-/// counters at sparsity 1 are `-fno-sample`'s, its warnings gcc's. The
-/// stats count the loops recognised: the twenty counted loops of COUNTED,
-/// none of `not_counted`'s.
+/// variable, and `-fsample-unrolled-loops` runs a small one's FAST
+/// iterations four to a decrement, giving back the ones it did not run:
+/// the same events in the same order as the split loop with a decrement
+/// per iteration, so under one seed the three builds sample the same
+/// iterations and every counter agrees, at every sparsity (a give-back
+/// one event off shifts every later draw); the program's output stays
+/// plain gcc's, its counters at sparsity 1 are `-fno-sample`'s, its
+/// warnings gcc's. The stats count the loops recognised: the twenty
+/// counted loops of COUNTED, none of `not_counted`'s or `continued`'s.
 #[test]
-fn counted_loops_sample_the_same_executions_as_split_loops() {
+fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
     let lab = Lab::new();
     lab.write("counted.c", COUNTED);
     let warnings_on = ["-Wall", "-Wextra", "-Wconversion"];
@@ -1164,7 +1198,7 @@ fn counted_loops_sample_the_same_executions_as_split_loops() {
     // `up_expression`'s `n + d` is a `short` converted to `unsigned`.
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let expected = lab.run("plain", &[], "none", &[]);
-    assert_eq!(expected, "294735234\n");
+    assert_eq!(expected, "299247113\n");
 
     let schemes = [
         "-fsampler-strict",
@@ -1186,26 +1220,47 @@ fn counted_loops_sample_the_same_executions_as_split_loops() {
     build("exact", "-fno-sample");
     assert_eq!(lab.run("exact", &[], "exact-report", &[]), expected);
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
+    // `not_counted`'s four loops and `continued`'s two are unrolled.
     let stats = build("counted", "-fsample-counted-loops");
     assert!(
-        stats.contains("(1 runs, 25 loops of which 20 counted and 1 across calls, 1 expressions"),
+        stats.contains(
+            "(1 runs, 27 loops of which 20 counted, 6 unrolled and 1 across calls, 1 expressions"
+        ),
         "{stats}"
     );
+    // Every loop but `jumps`' three (a `break`, a `goto`, a `return`) and
+    // `main`'s (across calls).
     let stats = build("uncounted", "-fno-sample-counted-loops");
     assert!(
-        stats.contains("(1 runs, 25 loops of which 1 across calls, 1 expressions"),
+        stats.contains("(1 runs, 27 loops of which 23 unrolled and 1 across calls, 1 expressions"),
+        "{stats}"
+    );
+    let mut args = schemes.to_vec();
+    args.extend(warnings_on);
+    args.extend([
+        "-fno-sample-counted-loops",
+        "-fno-sample-unrolled-loops",
+        "-o",
+        "per-iteration",
+    ]);
+    let output = lab.cc(&args);
+    assert_eq!(diagnostics(&output.stderr), warnings);
+    let stats = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stats.contains("(1 runs, 27 loops of which 1 across calls, 1 expressions"),
         "{stats}"
     );
     for sparsity in ["1", "3", "1000"] {
         for seed in ["1", "2"] {
             let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", seed)];
             let mut seen = Vec::new();
-            for build in ["counted", "uncounted"] {
+            for build in ["counted", "uncounted", "per-iteration"] {
                 assert_eq!(lab.run(build, &[], "report", &env), expected);
                 seen.push(counters(&lab.resolve("report", &[build])));
             }
             assert_eq!(seen[0].len(), exact.len());
             assert_eq!(seen[0], seen[1], "sparsity {sparsity}, seed {seed}");
+            assert_eq!(seen[1], seen[2], "sparsity {sparsity}, seed {seed}");
             if sparsity == "1" {
                 assert_eq!(seen[0], exact, "seed {seed}");
             }
