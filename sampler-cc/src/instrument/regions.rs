@@ -150,7 +150,7 @@ pub struct RegionStats {
     /// Loops among `loops` whose FAST loop is bounded by their own
     /// variable (`-fsample-counted-loops`).
     pub counted_loops: usize,
-    /// Loops among `loops` whose FAST iterations run [`UNROLL`] to a
+    /// Loops among `loops` whose FAST iterations run four to a
     /// decrement (`-fsample-unrolled-loops`).
     pub unrolled_loops: usize,
     /// Sites inside cloned regions.
