@@ -1372,8 +1372,10 @@ struct Renderer<'a> {
 const UNROLL: u32 = 4;
 
 /// The largest loop (in syntax nodes, its header included) whose FAST
-/// iterations are unrolled: zlib's and bc's hot inner loops are 20 to 60.
-const UNROLL_MAX_NODES: usize = 64;
+/// iterations are unrolled. bc's hot inner loops are 17 to 37; loops of 41
+/// to 64 (sqlite3.c has 49) gain nothing measurable on zlib and bc and
+/// cost the copies (BENCHMARKS.md, "Sampling: unrolled loops").
+const UNROLL_MAX_NODES: usize = 40;
 
 /// Which copy a piece of text goes to.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -714,11 +714,6 @@ fn sample_regions_decides_once_per_region_execution() {
                 Some("2 cloned (1 runs, 1 loops of which 1 counted, 0 expressions, 5 sites)")
             }
             "-fsample-sites" => Some("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
-            // The loop not counted is unrolled.
-            "-fno-sample-counted-loops" => Some(
-                "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 unrolled and \
-                 1 across calls, 0 expressions, 12 sites)",
-            ),
             _ => Some(
                 "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 across calls, \
                  0 expressions, 12 sites)",
