@@ -1367,6 +1367,36 @@ struct Renderer<'a> {
     unrolled_loops: bool,
 }
 
+/// A loop region's loop, as its copies' iterations are written
+/// ([`Renderer::iteration`]).
+struct LoopText {
+    id: NodeId,
+    /// The region's number (labels).
+    number: usize,
+    condition: Option<NodeId>,
+    step: Option<NodeId>,
+    body: NodeId,
+    body_end: usize,
+    is_do: bool,
+    /// Whether a `continue` of the loop's own is in its body: the copy's
+    /// continue label is then written after the body.
+    continued: bool,
+}
+
+/// How one copy of a loop's iteration is written.
+struct Iteration<'a> {
+    copy: Version,
+    /// Where the body's own `continue`s go.
+    continue_label: &'a str,
+    /// Where its `break`s go, if not to `break`.
+    break_label: Option<&'a str>,
+    /// The statements (ending in a jump) run when the condition is false.
+    on_false: &'a str,
+    /// Whether the condition is tested elsewhere (a counted loop's head
+    /// or tail).
+    tested: bool,
+}
+
 /// FAST iterations of an unrolled loop per decrement of the countdown
 /// (`-fsample-unrolled-loops`).
 const UNROLL: u32 = 4;
@@ -1709,8 +1739,8 @@ impl Renderer<'_> {
         let function = self.function;
         let node = function.node(id);
         let parts = loop_parts(function, id);
-        let body = parts.body.ok_or("loop without a body")?;
-        let body_end = statement_end(function, self.text, body).ok_or("statement end not found")?;
+        let shape = self.loop_text(id, number, &parts)?;
+        let exit = self.write_back(region, local);
         // `for`'s initialisation runs once, before a region's local is
         // loaded: its sites keep their checks on the global countdown (on
         // the function's local, which is live).
@@ -1760,7 +1790,8 @@ impl Renderer<'_> {
         } else if split {
             let _ = write!(out, " {{ {load}for (;;) {{");
             if self.unrolled(region, scale, false) {
-                self.unrolled_iterations(out, region, id, number, local, own)?;
+                let ends = (exit.as_str(), break_label.as_str());
+                self.unrolled_iterations(out, region, local, own, &shape, ends)?;
             }
             let _ = write!(
                 out,
@@ -1770,12 +1801,6 @@ impl Renderer<'_> {
         } else {
             let _ = write!(out, " {{ {load}for (;;) {{ {test}");
         }
-        let continued = subtree(function, body).any(|n| {
-            matches!(function.node(n).kind, NodeKind::Jump(Jump::Continue))
-                && self.continue_target(n) == Some(id)
-        });
-        let is_do = matches!(node.kind, NodeKind::Do);
-        let exit = self.write_back(region, local);
         let copies: &[Version] = if slow_only {
             &[Version::Slow]
         } else {
@@ -1790,15 +1815,6 @@ impl Renderer<'_> {
                 format!("goto {break_label};")
             } else {
                 "break;".to_owned()
-            };
-            let condition = |out: &mut String| -> Result<(), &'static str> {
-                if let Some(condition) = parts.condition {
-                    let c = function.node(condition);
-                    out.push_str(" if (!(");
-                    self.piece(out, region, local, None, c.start, c.end, copy, own)?;
-                    let _ = write!(out, ")) {{ {exit}{leave} }}");
-                }
-                Ok(())
             };
             if copy == Version::Slow && split {
                 match counted {
@@ -1819,31 +1835,15 @@ impl Renderer<'_> {
             } else if copy == Version::Slow && !slow_only {
                 out.push_str(" } else {");
             }
-            // A counted FAST loop tests its variable in its head or tail.
-            let tested = copy == Version::Fast && counted.is_some();
-            if !is_do && !tested {
-                condition(out)?;
-            }
-            out.push(' ');
-            let b = function.node(body);
-            let looping = Some(Looping {
-                node: id,
+            let iteration = Iteration {
+                copy,
                 continue_label: &label,
                 break_label: (split && copy == Version::Fast).then_some(break_label.as_str()),
-            });
-            self.piece(out, region, local, looping, b.start, body_end, copy, own)?;
-            if continued {
-                let _ = write!(out, " {label}: ;");
-            }
-            if let Some(step) = parts.step {
-                let s = function.node(step);
-                out.push_str(" (void)(");
-                self.piece(out, region, local, None, s.start, s.end, copy, own)?;
-                out.push_str(");");
-            }
-            if is_do && !tested {
-                condition(out)?;
-            }
+                on_false: &format!("{exit}{leave}"),
+                // A counted FAST loop tests its variable in its head or tail.
+                tested: copy == Version::Fast && counted.is_some(),
+            };
+            self.iteration(out, region, local, own, &shape, iteration)?;
         }
         if split {
             let _ = writeln!(out, " }} {break_label}: __attribute__((__unused__)); }} }}");
@@ -1886,9 +1886,12 @@ impl Renderer<'_> {
     /// label would be defined twice.
     fn unrollable(&self, id: NodeId) -> bool {
         let function = self.function;
-        let mut size = 0;
-        for n in subtree(function, id) {
-            size += 1;
+        // Asked for the stats and for the render: a walk of at most
+        // UNROLL_MAX_NODES + 1 nodes, however big the loop.
+        for (size, n) in subtree(function, id).enumerate() {
+            if size == UNROLL_MAX_NODES {
+                return false;
+            }
             match function.node(n).kind {
                 NodeKind::Jump(Jump::Continue) if self.continue_target(n) == Some(id) => {}
                 NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(Label::Named(_)) => {
@@ -1897,84 +1900,128 @@ impl Renderer<'_> {
                 _ => {}
             }
         }
-        size <= UNROLL_MAX_NODES
+        true
     }
 
     /// The FAST loop that runs [`UNROLL`] iterations of split loop region
-    /// `region` (loop `id`, scale 1) to one decrement of `local`, while
+    /// `region` (loop `shape`, scale 1) to one decrement of `local`, while
     /// the countdown lasts that long; then the decrement is given back for
     /// the single-iteration FAST loop that follows. Iteration `j` of a
     /// round that finds the condition false has taken `j` events: it gives
-    /// back the rest before it leaves. Which iterations are sampled is
-    /// what one decrement per iteration samples.
+    /// back the rest before it leaves (`exit`, then to `break_label`, as
+    /// the split loop's FAST iterations leave). Which iterations are
+    /// sampled is what one decrement per iteration samples.
     fn unrolled_iterations(
         &self,
         out: &mut String,
         region: &Region,
-        id: NodeId,
-        number: usize,
         local: &str,
         own: &[Insertion],
+        shape: &LoopText,
+        (exit, break_label): (&str, &str),
     ) -> Result<(), &'static str> {
-        let function = self.function;
-        let node = function.node(id);
-        let parts = loop_parts(function, id);
-        let body = parts.body.ok_or("loop without a body")?;
-        let body_end = statement_end(function, self.text, body).ok_or("statement end not found")?;
-        let is_do = matches!(node.kind, NodeKind::Do);
-        let exit = self.write_back(region, local);
-        let break_label = format!("__cbi_b{number}");
         let _ = write!(
             out,
             " while (__builtin_expect(({local} -= {UNROLL}) >= 0, 1)) {{"
         );
         for j in 1..=UNROLL {
-            let label = format!("__cbi_cu{number}_{j}");
-            let condition = |out: &mut String| -> Result<(), &'static str> {
-                if let Some(condition) = parts.condition {
-                    let c = function.node(condition);
-                    out.push_str(" if (!(");
-                    self.piece(out, region, local, None, c.start, c.end, Version::Fast, own)?;
-                    let give_back = match UNROLL - j {
-                        0 => String::new(),
-                        rest => format!("{local} += {rest}; "),
-                    };
-                    let _ = write!(out, ")) {{ {give_back}{exit}goto {break_label}; }}");
-                }
-                Ok(())
+            let give_back = match UNROLL - j {
+                0 => String::new(),
+                rest => format!("{local} += {rest}; "),
             };
-            if !is_do {
-                condition(out)?;
-            }
-            out.push(' ');
-            let looping = Some(Looping {
-                node: id,
-                continue_label: &label,
-                break_label: Some(break_label.as_str()),
-            });
-            let b = function.node(body);
-            self.piece(
-                out,
-                region,
-                local,
-                looping,
-                b.start,
-                body_end,
-                Version::Fast,
-                own,
-            )?;
-            let _ = write!(out, " {label}: __attribute__((__unused__));");
-            if let Some(step) = parts.step {
-                let s = function.node(step);
-                out.push_str(" (void)(");
-                self.piece(out, region, local, None, s.start, s.end, Version::Fast, own)?;
-                out.push_str(");");
-            }
-            if is_do {
-                condition(out)?;
-            }
+            let iteration = Iteration {
+                copy: Version::Fast,
+                continue_label: &format!("__cbi_cu{}_{j}", shape.number),
+                break_label: Some(break_label),
+                on_false: &format!("{give_back}{exit}goto {break_label};"),
+                tested: false,
+            };
+            self.iteration(out, region, local, own, shape, iteration)?;
         }
         let _ = write!(out, " }} {local} += {UNROLL};");
+        Ok(())
+    }
+
+    /// What [`Renderer::iteration`] needs of loop `id` (`parts`) of
+    /// region `number`, found once for all its copies.
+    fn loop_text(
+        &self,
+        id: NodeId,
+        number: usize,
+        parts: &LoopParts,
+    ) -> Result<LoopText, &'static str> {
+        let function = self.function;
+        let body = parts.body.ok_or("loop without a body")?;
+        Ok(LoopText {
+            id,
+            number,
+            condition: parts.condition,
+            step: parts.step,
+            body,
+            body_end: statement_end(function, self.text, body).ok_or("statement end not found")?,
+            is_do: matches!(function.node(id).kind, NodeKind::Do),
+            continued: subtree(function, body).any(|n| {
+                matches!(function.node(n).kind, NodeKind::Jump(Jump::Continue))
+                    && self.continue_target(n) == Some(id)
+            }),
+        })
+    }
+
+    /// One iteration of loop `shape` in `iteration.copy`: its condition
+    /// (unless `tested` elsewhere), which runs `on_false` when false, its
+    /// body, and its step.
+    fn iteration(
+        &self,
+        out: &mut String,
+        region: &Region,
+        local: &str,
+        own: &[Insertion],
+        shape: &LoopText,
+        iteration: Iteration<'_>,
+    ) -> Result<(), &'static str> {
+        let function = self.function;
+        let copy = iteration.copy;
+        let condition = |out: &mut String| -> Result<(), &'static str> {
+            if let (Some(condition), false) = (shape.condition, iteration.tested) {
+                let c = function.node(condition);
+                out.push_str(" if (!(");
+                self.piece(out, region, local, None, c.start, c.end, copy, own)?;
+                let _ = write!(out, ")) {{ {} }}", iteration.on_false);
+            }
+            Ok(())
+        };
+        if !shape.is_do {
+            condition(out)?;
+        }
+        out.push(' ');
+        let looping = Some(Looping {
+            node: shape.id,
+            continue_label: iteration.continue_label,
+            break_label: iteration.break_label,
+        });
+        let b = function.node(shape.body);
+        self.piece(
+            out,
+            region,
+            local,
+            looping,
+            b.start,
+            shape.body_end,
+            copy,
+            own,
+        )?;
+        if shape.continued {
+            let _ = write!(out, " {}: ;", iteration.continue_label);
+        }
+        if let Some(step) = shape.step {
+            let s = function.node(step);
+            out.push_str(" (void)(");
+            self.piece(out, region, local, None, s.start, s.end, copy, own)?;
+            out.push_str(");");
+        }
+        if shape.is_do {
+            condition(out)?;
+        }
         Ok(())
     }
 
