@@ -1204,19 +1204,20 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
         "-O2",
         "counted.c",
     ];
-    let build = |name: &str, form: &str| -> String {
+    let build = |name: &str, forms: &[&str]| -> String {
         let mut args = schemes.to_vec();
         args.extend(warnings_on);
-        args.extend([form, "-o", name]);
+        args.extend(forms);
+        args.extend(["-o", name]);
         let output = lab.cc(&args);
-        assert_eq!(diagnostics(&output.stderr), warnings, "{form}");
+        assert_eq!(diagnostics(&output.stderr), warnings, "{forms:?}");
         String::from_utf8_lossy(&output.stderr).into_owned()
     };
-    build("exact", "-fno-sample");
+    build("exact", &["-fno-sample"]);
     assert_eq!(lab.run("exact", &[], "exact-report", &[]), expected);
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
     // `not_counted`'s four loops and `continued`'s two are unrolled.
-    let stats = build("counted", "-fsample-counted-loops");
+    let stats = build("counted", &["-fsample-counted-loops"]);
     assert!(
         stats.contains(
             "(1 runs, 27 loops of which 20 counted, 6 unrolled and 1 across calls, 1 expressions"
@@ -1225,22 +1226,15 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
     );
     // Every loop but `jumps`' three (a `break`, a `goto`, a `return`) and
     // `main`'s (across calls).
-    let stats = build("uncounted", "-fno-sample-counted-loops");
+    let stats = build("uncounted", &["-fno-sample-counted-loops"]);
     assert!(
         stats.contains("(1 runs, 27 loops of which 23 unrolled and 1 across calls, 1 expressions"),
         "{stats}"
     );
-    let mut args = schemes.to_vec();
-    args.extend(warnings_on);
-    args.extend([
-        "-fno-sample-counted-loops",
-        "-fno-sample-unrolled-loops",
-        "-o",
+    let stats = build(
         "per-iteration",
-    ]);
-    let output = lab.cc(&args);
-    assert_eq!(diagnostics(&output.stderr), warnings);
-    let stats = String::from_utf8_lossy(&output.stderr);
+        &["-fno-sample-counted-loops", "-fno-sample-unrolled-loops"],
+    );
     assert!(
         stats.contains("(1 runs, 27 loops of which 1 across calls, 1 expressions"),
         "{stats}"
