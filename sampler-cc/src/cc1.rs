@@ -204,6 +204,7 @@ fn instrument_file(
                 (regions.counted_loops, "counted"),
                 (regions.unrolled_loops, "unrolled"),
                 (regions.loops_across_calls, "across calls"),
+                (regions.nested_loops, "nested"),
             ]),
             regions.expressions,
             regions.cloned_sites,

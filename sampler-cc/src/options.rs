@@ -59,6 +59,10 @@ pub struct Options {
     /// iteration may hold calls that use the countdown, its event then
     /// taken from the global countdown (`-fsample-across-calls`, default).
     pub sample_across_calls: bool,
+    /// With `sample_across_calls`, the iteration of a loop with loops
+    /// inside is one region, its inner loops' events its own
+    /// (`-fsample-nested-loops`, default).
+    pub sample_nested_loops: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -100,6 +104,7 @@ impl Default for Options {
             sample_counted_loops: true,
             sample_unrolled_loops: true,
             sample_across_calls: true,
+            sample_nested_loops: true,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -314,7 +319,21 @@ pub const FLAGS: &[FlagGroup] = &[
                 o.sample_across_calls = false
             }),
         ],
-        meaning: "with -fsample-regions: a run of statements may hold calls to functions with                   sites, one event for the run's execution taken from the thread's countdown                   (default), or such calls end runs, whose events then keep the countdown in a                   local",
+        meaning: "with -fsample-regions: a run of statements may hold calls to functions with \
+                  sites, one event for the run's execution taken from the thread's countdown \
+                  (default), or such calls end runs, whose events then keep the countdown in a \
+                  local",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-nested-loops", |o| o.sample_nested_loops = true),
+            switch("-fno-sample-nested-loops", |o| {
+                o.sample_nested_loops = false
+            }),
+        ],
+        meaning: "with -fsample-across-calls: the iteration of a loop with loops inside is one \
+                  event, the inner loops' iterations events of their own (default), or the \
+                  outer loop's condition, step and runs are events each",
     },
     FlagGroup {
         flags: &[

@@ -380,6 +380,7 @@ fn instrument_here(
                     counted_loops: options.sample_counted_loops,
                     unrolled_loops: options.sample_unrolled_loops,
                     across_calls: options.sample_across_calls,
+                    nested_loops: options.sample_nested_loops,
                 },
                 &mut found.insertions,
                 &mut next_region,

@@ -100,7 +100,18 @@
 //! `return`s. The iteration of an innermost loop with weighty calls is a
 //! loop region the same way, unsplit and never counted. Expression and
 //! declaration regions still exclude weighty calls.
+//!
+//! With `-fsample-nested-loops` too (the default), the iteration of a loop
+//! with loops inside (in its body, without named labels) is a loop region
+//! the same way (the global countdown, or the function's local in a leaf
+//! function; unsplit, never counted). Its inner loops (its *holes*) are
+//! planned as if it were not a region, but not nested again; each of its
+//! copies holds their regions, rendered once per copy
+//! ([`Renderer::nest_copies`]), and their remaining per-site checks. Its
+//! SLOW copy observes its own sites only: each inner iteration stays an
+//! event of its own.
 
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -153,6 +164,9 @@ pub struct RegionStats {
     /// Loops among `loops` whose FAST iterations run four to a
     /// decrement (`-fsample-unrolled-loops`).
     pub unrolled_loops: usize,
+    /// Loops among `loops` with loops inside, whose regions each copy of
+    /// the iteration holds (`-fsample-nested-loops`).
+    pub nested_loops: usize,
     /// Sites inside cloned regions.
     pub cloned_sites: usize,
     /// Candidate regions left with per-site checks, by reason.
@@ -167,6 +181,7 @@ impl RegionStats {
         self.loops += other.loops;
         self.counted_loops += other.counted_loops;
         self.unrolled_loops += other.unrolled_loops;
+        self.nested_loops += other.nested_loops;
         self.expressions += other.expressions;
         self.declarations += other.declarations;
         self.leaf_functions += other.leaf_functions;
@@ -222,6 +237,13 @@ struct Region {
     /// the global one. Such a loop is neither split nor counted (its FAST
     /// iterations would not be free of calls).
     across_calls: bool,
+    /// A loop's iteration with loops inside (`-fsample-nested-loops`): the
+    /// extents of its inner loops, whose sites are not the region's but
+    /// events of their own (their regions, rendered into each copy, or
+    /// per-site checks). Such a region takes its event from the global
+    /// countdown (the function's local in a leaf function) and keeps no
+    /// local of its own: its inner regions load and store theirs.
+    holes: Vec<(usize, usize)>,
 }
 
 /// Which forms of the transform to use (sampler-cc's `-fsample-*` flags).
@@ -240,6 +262,9 @@ pub(super) struct Forms {
     /// `-fsample-across-calls` (with `per_region`): runs may hold weighty
     /// calls.
     pub across_calls: bool,
+    /// `-fsample-nested-loops` (with `across_calls`): a loop's iteration
+    /// may hold loops, whose regions each copy of it holds.
+    pub nested_loops: bool,
 }
 
 /// Replaces the regions of `function` in `insertions`: the insertions
@@ -279,69 +304,101 @@ pub(super) fn clone_regions(
     if planner.regions.is_empty() && shared.is_none() {
         return;
     }
-    // Hand each insertion to the region holding it.
-    let mut regions = planner.regions;
-    regions.sort_by_key(|r| r.start);
+    // A nested loop region's copies hold the regions of its inner loops:
+    // sorted by start (outer first), they follow it.
+    let mut planned = planner.regions;
+    planned.sort_by_key(|r| (r.start, std::cmp::Reverse(r.end)));
+    let mut regions: Vec<Region> = Vec::new();
+    let mut nested: Vec<Vec<Region>> = Vec::new();
+    for region in planned {
+        match (regions.last(), nested.last_mut()) {
+            (Some(outer), Some(inner)) if !outer.holes.is_empty() && region.start < outer.end => {
+                inner.push(region);
+            }
+            _ => {
+                regions.push(region);
+                nested.push(Vec::new());
+            }
+        }
+    }
+    // Hand each insertion to the region holding it: an inner region, the
+    // inner loops of a nested one outside its inner regions, or a region.
     let mut inside: Vec<Vec<Insertion>> = regions.iter().map(|_| Vec::new()).collect();
+    let mut in_holes: Vec<Vec<Insertion>> = regions.iter().map(|_| Vec::new()).collect();
+    let mut inner_own: Vec<Vec<Vec<Insertion>>> = nested
+        .iter()
+        .map(|inner| inner.iter().map(|_| Vec::new()).collect())
+        .collect();
+    let holds = |r: &Region, i: &Insertion| i.end <= r.end && i.start < r.end;
     let mut outside = Vec::with_capacity(insertions.len());
     for insertion in insertions.drain(..) {
         let index = regions.partition_point(|r| r.start <= insertion.start);
         match index.checked_sub(1) {
-            Some(i)
-                if !insertion.prologue
-                    && insertion.end <= regions[i].end
-                    && insertion.start < regions[i].end =>
-            {
-                inside[i].push(insertion);
+            Some(i) if !insertion.prologue && holds(&regions[i], &insertion) => {
+                let in_hole = regions[i]
+                    .holes
+                    .iter()
+                    .any(|&(s, e)| insertion.start >= s && insertion.end <= e);
+                if !in_hole {
+                    inside[i].push(insertion);
+                    continue;
+                }
+                let inner = &nested[i];
+                let j = inner.partition_point(|r| r.start <= insertion.start);
+                match j.checked_sub(1) {
+                    Some(j) if holds(&inner[j], &insertion) => inner_own[i][j].push(insertion),
+                    _ => in_holes[i].push(insertion),
+                }
             }
             _ => outside.push(insertion),
         }
     }
+    let returns = return_extents(function);
     let renderer = Renderer {
         function,
         text,
         map,
         marks,
         labels: planner.labels,
-        returns: return_extents(function),
+        returns: returns.clone(),
         shared: shared.clone(),
         per_region: forms.per_region,
         split_loops: forms.split_loops,
         counted_loops: forms.counted_loops,
         unrolled_loops: forms.unrolled_loops,
+        nest: RefCell::new(None),
+        in_fast: Cell::new(None),
     };
     let mut rendered = Vec::with_capacity(regions.len());
-    for (region, own) in regions.iter().zip(inside) {
-        let number = *next_region;
-        let scale = renderer.region_scale(region);
-        let counted = renderer.counted(region, scale);
-        match renderer.render(region, number, &own, scale, counted.as_ref()) {
-            Ok(replacement) => {
+    let parts = regions.iter().zip(inside).zip(in_holes);
+    for (((region, own), mut holes), (inner, inner_own)) in parts.zip(nested.iter().zip(inner_own))
+    {
+        // In a leaf function the inner loops' per-site checks use its local.
+        if let Some(local) = &shared {
+            let localiser = Localiser::new(local, &returns);
+            holes.iter_mut().for_each(|i| localiser.localise(i));
+        }
+        let result = renderer
+            .nest_copies(region, inner, &inner_own, holes.clone(), next_region)
+            .and_then(|()| {
+                let scale = renderer.region_scale(region);
+                let counted = renderer.counted(region, scale);
+                let replacement =
+                    renderer.render(region, *next_region, &own, scale, counted.as_ref())?;
+                Ok((replacement, scale, counted.is_some()))
+            });
+        renderer.nest.replace(None);
+        match result {
+            Ok((replacement, scale, counted)) => {
                 *next_region += 1;
-                if forms.per_region {
-                    in_regions.extend(renderer.region_marks(region).map(|mark| (mark, scale)));
+                renderer.tally(region, scale, counted, stats, in_regions);
+                // Rendered once per copy of the nested region, tallied once.
+                for inner in inner {
+                    let scale = renderer.region_scale(inner);
+                    let counted = renderer.counted(inner, scale).is_some();
+                    renderer.tally(inner, scale, counted, stats, in_regions);
                 }
-                if counted.is_some() {
-                    stats.counted_loops += 1;
-                }
-                if renderer.unrolled(region, scale, counted.is_some()) {
-                    stats.unrolled_loops += 1;
-                }
-                match region.shape {
-                    Shape::Run { .. } => {
-                        stats.runs += 1;
-                        stats.runs_across_calls += usize::from(region.across_calls);
-                    }
-                    Shape::Loop { .. } => {
-                        stats.loops += 1;
-                        stats.loops_across_calls += usize::from(region.across_calls);
-                    }
-                    Shape::Expression { .. } => stats.expressions += 1,
-                    Shape::Declarations => stats.declarations += 1,
-                }
-                if !matches!(region.shape, Shape::Declarations) {
-                    stats.cloned_sites += region.sites as usize;
-                }
+                stats.nested_loops += usize::from(!region.holes.is_empty());
                 rendered.push((region.start, region.end));
                 outside.push(Insertion {
                     start: region.start,
@@ -356,6 +413,8 @@ pub(super) fn clone_regions(
             Err(reason) => {
                 stats.fall_back(reason);
                 outside.extend(own);
+                outside.extend(holes);
+                outside.extend(inner_own.into_iter().flatten());
             }
         }
     }
@@ -637,6 +696,11 @@ struct Planner<'a> {
     whole_loops: bool,
     /// Runs may hold weighty calls (`-fsample-across-calls`).
     across_calls: bool,
+    /// A loop's iteration may hold loops (`-fsample-nested-loops`), and
+    /// whether the planner is inside such a region's inner loops (whose
+    /// regions are then not nested again: each level doubles the copies).
+    nested_loops: bool,
+    nesting: bool,
     /// Keys of the `static` locals, ascending.
     statics: Vec<usize>,
     labels: HashMap<&'a str, NodeId>,
@@ -674,6 +738,8 @@ impl<'a> Planner<'a> {
             size: vec![1; n],
             whole_loops: forms.per_region && forms.whole_loops,
             across_calls: forms.per_region && forms.across_calls,
+            nested_loops: forms.per_region && forms.across_calls && forms.nested_loops,
+            nesting: false,
             statics: function
                 .locals
                 .iter()
@@ -958,6 +1024,7 @@ impl<'a> Planner<'a> {
             weight: self.path[id],
             sites: self.sum[id],
             across_calls: false,
+            holes: Vec::new(),
         });
     }
 
@@ -1039,6 +1106,7 @@ impl<'a> Planner<'a> {
                 weight,
                 sites,
                 across_calls: items.iter().any(|&i| self.weighty[i]),
+                holes: Vec::new(),
             });
         }
     }
@@ -1079,6 +1147,7 @@ impl<'a> Planner<'a> {
             weight: sites,
             sites,
             across_calls: false,
+            holes: Vec::new(),
         });
     }
 
@@ -1094,13 +1163,37 @@ impl<'a> Planner<'a> {
         let iteration = iteration.iter().flatten().copied();
         if iteration
             .clone()
-            .any(|part| (self.weighty[part] && !self.across_calls) || self.cyclic[part])
+            .any(|part| self.weighty[part] && !self.across_calls)
         {
             return false;
         }
+        // Loops inside: with `-fsample-nested-loops`, in the body only,
+        // outside other nested regions and without named labels (the
+        // inner regions' copies are rendered once per copy of this one,
+        // and their labels would be defined twice).
+        let mut holes = Vec::new();
+        if iteration.clone().any(|part| self.cyclic[part]) {
+            if !self.nested_loops
+                || self.nesting
+                || [parts.condition, parts.step]
+                    .into_iter()
+                    .flatten()
+                    .any(|part| self.cyclic[part])
+            {
+                return false;
+            }
+            holes = self.inner_loops(body);
+            if holes.iter().any(|&hole| self.named_label[hole]) {
+                self.stats.fall_back("label in an inner loop");
+                return false;
+            }
+        }
         let across_calls = iteration.clone().any(|part| self.weighty[part]);
-        let sites: u32 = iteration.clone().map(|p| self.sum[p]).sum();
-        if sites == 0 {
+        let inner: u32 = holes.iter().map(|&hole| self.sum[hole]).sum();
+        let sites: u32 = iteration.clone().map(|p| self.sum[p]).sum::<u32>() - inner;
+        // A nested region with one site of its own saves nothing on that
+        // site's check and doubles its inner loops' code.
+        if sites == 0 || (!holes.is_empty() && sites < 2) {
             return false;
         }
         if self.has_static(node.start, node.end) {
@@ -1121,7 +1214,7 @@ impl<'a> Planner<'a> {
             }
         }
         let named = self.named_label[body];
-        let weight = if named {
+        let weight = if named || !holes.is_empty() {
             sites
         } else {
             iteration.map(|p| self.path[p]).sum()
@@ -1130,6 +1223,14 @@ impl<'a> Planner<'a> {
             self.stats.fall_back("statement end not found");
             return false;
         };
+        let mut extents = Vec::with_capacity(holes.len());
+        for &hole in &holes {
+            let Some(hole_end) = statement_end(function, self.text, hole) else {
+                self.stats.fall_back("statement end not found");
+                return false;
+            };
+            extents.push((function.node(hole).start, hole_end));
+        }
         if let Some(reason) = self.unclonable_extent(node.start, end) {
             self.stats.fall_back(reason);
             return false;
@@ -1141,8 +1242,42 @@ impl<'a> Planner<'a> {
             weight,
             sites,
             across_calls,
+            holes: extents,
         });
+        // The inner loops' own regions, which each copy will hold (not
+        // nested again: `nesting` is false here, or there are no holes).
+        if !holes.is_empty() {
+            self.nesting = true;
+            for hole in holes {
+                self.descend(hole);
+            }
+            self.nesting = false;
+        }
         true
+    }
+
+    /// The outermost loops (that iterate) inside `body`.
+    fn inner_loops(&self, body: NodeId) -> Vec<NodeId> {
+        let function = self.function;
+        let mut found = Vec::new();
+        let mut stack = vec![body];
+        while let Some(id) = stack.pop() {
+            if !self.cyclic[id] {
+                continue;
+            }
+            let node = function.node(id);
+            let is_loop = match node.kind {
+                NodeKind::While | NodeKind::For { .. } => true,
+                NodeKind::Do => !self.runs_once(id),
+                _ => false,
+            };
+            if is_loop {
+                found.push(id);
+            } else {
+                stack.extend(node.children.iter().rev());
+            }
+        }
+        found
     }
 
     /// Checks of a whole region: no `goto` back to a label inside it (a
@@ -1365,6 +1500,30 @@ struct Renderer<'a> {
     /// `-fsample-unrolled-loops` (with `split_loops`): a small loop that
     /// is not counted runs its FAST iterations [`UNROLL`] to a decrement.
     unrolled_loops: bool,
+    /// While a nested loop region's copies are rendered, what each copy
+    /// holds of its inner loops.
+    nest: RefCell<Option<Nest>>,
+    /// While an inner region is rendered into a nested region's FAST copy:
+    /// all its text is system-header text, and its `goto`s to labels of
+    /// that copy (in this extent) go to their FAST names.
+    in_fast: Cell<Option<(usize, usize)>>,
+}
+
+/// The inner loops of a nested loop region, as its copies hold them.
+struct Nest {
+    /// The inner regions' extents, each rendered by its own replacement.
+    inner: Vec<(usize, usize)>,
+    /// For the FAST and the SLOW copy: the inner regions' renderings (one
+    /// per copy, numbered apart) and the per-site checks in the inner
+    /// loops outside inner regions (the same in both).
+    fast: Vec<Insertion>,
+    slow: Vec<Insertion>,
+}
+
+impl Nest {
+    fn in_inner(&self, start: usize, end: usize) -> bool {
+        self.inner.iter().any(|&(s, e)| start >= s && end <= e)
+    }
 }
 
 /// A loop region's loop, as its copies' iterations are written
@@ -1434,7 +1593,14 @@ impl Renderer<'_> {
     /// back when it is left: not with the function's local (which
     /// `return`s write back), nor across calls (the global one is used).
     fn own_local(&self, region: &Region) -> bool {
-        self.shared.is_none() && !region.across_calls
+        self.shared.is_none() && !self.global(region)
+    }
+
+    /// Whether `region` takes its event from the global countdown: across
+    /// calls, or nested outside a leaf function (its inner regions load
+    /// and store their locals inside its copies).
+    fn global(&self, region: &Region) -> bool {
+        region.across_calls || (!region.holes.is_empty() && self.shared.is_none())
     }
 
     /// What `region` writes back before it is left.
@@ -1457,9 +1623,10 @@ impl Renderer<'_> {
             && self.split_loops
             && self.counted_loops
             && scale == 1
-            && !region.across_calls)
-            .then(|| CountedLoop::recognise(self.function, self.text, node))
-            .flatten()
+            && !region.across_calls
+            && region.holes.is_empty())
+        .then(|| CountedLoop::recognise(self.function, self.text, node))
+        .flatten()
     }
 
     /// Per region, the test that makes a `for` loop region's
@@ -1500,8 +1667,15 @@ impl Renderer<'_> {
             let node = self.function.node(self.marks[index].node);
             init.is_some_and(|(s, e)| node.start >= s && node.end <= e)
         };
+        let in_hole = move |index: usize| {
+            let node = self.function.node(self.marks[index].node);
+            region
+                .holes
+                .iter()
+                .any(|&(s, e)| node.start >= s && node.end <= e)
+        };
         self.marks_within(region.start, region.end)
-            .filter(move |&index| !in_init(index))
+            .filter(move |&index| !in_init(index) && !in_hole(index))
     }
 
     /// The marks (by index) of the sites within `start..end`.
@@ -1523,6 +1697,81 @@ impl Renderer<'_> {
             .map(|mark| self.marks[mark].scale)
             .min()
             .unwrap_or(1)
+    }
+
+    /// Counts rendered region `region` (of `scale`, `counted` or not) in
+    /// `stats`, and its marks in `in_regions` (per region).
+    fn tally(
+        &self,
+        region: &Region,
+        scale: u32,
+        counted: bool,
+        stats: &mut RegionStats,
+        in_regions: &mut Vec<(usize, u32)>,
+    ) {
+        if self.per_region {
+            in_regions.extend(self.region_marks(region).map(|mark| (mark, scale)));
+        }
+        stats.counted_loops += usize::from(counted);
+        stats.unrolled_loops += usize::from(self.unrolled(region, scale, counted));
+        match region.shape {
+            Shape::Run { .. } => {
+                stats.runs += 1;
+                stats.runs_across_calls += usize::from(region.across_calls);
+            }
+            Shape::Loop { .. } => {
+                stats.loops += 1;
+                stats.loops_across_calls += usize::from(region.across_calls);
+            }
+            Shape::Expression { .. } => stats.expressions += 1,
+            Shape::Declarations => stats.declarations += 1,
+        }
+        if !matches!(region.shape, Shape::Declarations) {
+            stats.cloned_sites += region.sites as usize;
+        }
+    }
+
+    /// For a nested loop region: renders its `inner` regions (with their
+    /// insertions `inner_own`) once for each of its copies, numbered from
+    /// `next_region`, and holds them with `holes`, the per-site checks of
+    /// its inner loops, for [`Renderer::piece`] to place in each copy.
+    fn nest_copies(
+        &self,
+        region: &Region,
+        inner: &[Region],
+        inner_own: &[Vec<Insertion>],
+        holes: Vec<Insertion>,
+        next_region: &mut usize,
+    ) -> Result<(), &'static str> {
+        if region.holes.is_empty() {
+            return Ok(());
+        }
+        let mut copies = [holes.clone(), holes];
+        for (copy, held) in copies.iter_mut().enumerate() {
+            let fast = copy == 0;
+            self.in_fast.set(fast.then_some((region.start, region.end)));
+            for (inner, own) in inner.iter().zip(inner_own) {
+                let scale = self.region_scale(inner);
+                let counted = self.counted(inner, scale);
+                let rendered = self.render(inner, *next_region, own, scale, counted.as_ref());
+                *next_region += 1;
+                match rendered {
+                    Ok(text) => held.push(replacement(inner.start, inner.end, text)),
+                    Err(reason) => {
+                        self.in_fast.set(None);
+                        return Err(reason);
+                    }
+                }
+            }
+        }
+        self.in_fast.set(None);
+        let [fast, slow] = copies;
+        self.nest.replace(Some(Nest {
+            inner: inner.iter().map(|r| (r.start, r.end)).collect(),
+            fast,
+            slow,
+        }));
+        Ok(())
     }
 
     fn render(
@@ -1547,7 +1796,7 @@ impl Renderer<'_> {
         };
         // Per site: FAST when no site can fire before the region ends.
         // Per region: this execution is one event, FAST unless sampled.
-        let fast = if region.across_calls {
+        let fast = if self.global(region) {
             global_region_test(scale)
         } else if self.per_region {
             region_test(&local, scale)
@@ -1777,7 +2026,8 @@ impl Renderer<'_> {
         // own, with no call (gcc can keep the user's loads out of it),
         // left for the draw when the countdown runs out; a draw that does
         // not sample gives the execution back and goes round again.
-        let split = self.split_loops && !slow_only && !region.across_calls;
+        let split =
+            self.split_loops && !slow_only && !region.across_calls && region.holes.is_empty();
         let break_label = format!("__cbi_b{number}");
         // A counted loop (scale 1, so not `slow_only`) is always split.
         if let Some(counted) = counted {
@@ -1851,7 +2101,8 @@ impl Renderer<'_> {
             out.push_str(" } } } }\n");
         }
         // Back to the line and column where the loop ends.
-        let system = self.map.presumed(region.end).is_some_and(|p| p.system);
+        let system =
+            self.in_fast.get().is_some() || self.map.presumed(region.end).is_some_and(|p| p.system);
         out.push_str(
             &self
                 .map
@@ -1874,6 +2125,7 @@ impl Renderer<'_> {
             && self.unrolled_loops
             && scale == 1
             && !region.across_calls
+            && region.holes.is_empty()
             && !counted
             && self.unrollable(node)
     }
@@ -2101,8 +2353,23 @@ impl Renderer<'_> {
     ) -> Result<(), &'static str> {
         let function = self.function;
         let text = self.text;
-        let system = copy == Version::Fast || self.map.presumed(start).is_some_and(|p| p.system);
+        // Inside a nested region's FAST copy, an inner region's copies
+        // are all FAST text.
+        let forced = copy == Version::Fast || self.in_fast.get().is_some();
+        let system = forced || self.map.presumed(start).is_some_and(|p| p.system);
+        let nest = self.nest.borrow();
+        let nest = nest.as_ref();
+        let in_inner = |s: usize, e: usize| nest.is_some_and(|n| n.in_inner(s, e));
         let mut insertions: Vec<Insertion> = Vec::new();
+        if forced {
+            // Markers inside stay system-header text (but those an inner
+            // region's rendering replaces).
+            for (newline, marker_system) in self.map.markers_between(start, end) {
+                if !marker_system && !in_inner(newline, newline) {
+                    insertions.push(Insertion::point(newline, " 3".to_owned()));
+                }
+            }
+        }
         if copy == Version::Before {
             insertions.extend(
                 own.iter()
@@ -2110,6 +2377,18 @@ impl Renderer<'_> {
                     .cloned(),
             );
             return self.emit(out, start, end, system, insertions);
+        }
+        if let Some(nest) = nest {
+            let held = if copy == Version::Fast {
+                &nest.fast
+            } else {
+                &nest.slow
+            };
+            insertions.extend(
+                held.iter()
+                    .filter(|i| i.start >= start && i.end <= end)
+                    .cloned(),
+            );
         }
         if copy == Version::Slow && self.per_region {
             // Runs only when the region's event is sampled: every site
@@ -2165,16 +2444,11 @@ impl Renderer<'_> {
                 };
                 insertions.push(Insertion::wrap(s, e, 9, open, close));
             }
-            // Markers inside stay system-header text.
-            for (newline, marker_system) in self.map.markers_between(start, end) {
-                if !marker_system {
-                    insertions.push(Insertion::point(newline, " 3".to_owned()));
-                }
-            }
         }
         // Jumps and labels.
         for (id, node) in function.nodes.iter().enumerate() {
-            if node.start < start || node.end > end {
+            // An inner region's rendering has its own.
+            if node.start < start || node.end > end || in_inner(node.start, node.end) {
                 continue;
             }
             let inside = |other: NodeId| {
@@ -2212,24 +2486,43 @@ impl Renderer<'_> {
                         Jump::Break => jump_target(function, id, true)
                             .is_none_or(|t| !inside(t) || looping.is_some_and(|l| l.node == t)),
                         Jump::Continue => self.continue_target(id).is_none_or(|t| !inside(t)),
-                        Jump::Goto(name) => match self.labels.get(name.as_str()).copied() {
-                            // Inside: the fast copy jumps to its own label.
-                            Some(label) if inside(label) => {
-                                if copy == Version::Fast {
-                                    let spelled = &text[node.start..node.end];
-                                    if !spelled.ends_with(name.as_bytes()) {
-                                        return Err("goto spelling");
-                                    }
-                                    insertions.push(replacement(
-                                        node.end - name.len(),
-                                        node.end,
-                                        format!("__cbi_fast_{name}"),
-                                    ));
+                        Jump::Goto(name) => {
+                            let to_fast = |insertions: &mut Vec<Insertion>| {
+                                let spelled = &text[node.start..node.end];
+                                if !spelled.ends_with(name.as_bytes()) {
+                                    return Err("goto spelling");
                                 }
-                                false
+                                insertions.push(replacement(
+                                    node.end - name.len(),
+                                    node.end,
+                                    format!("__cbi_fast_{name}"),
+                                ));
+                                Ok(())
+                            };
+                            let label = self.labels.get(name.as_str()).copied();
+                            let in_fast_copy = |label: NodeId| {
+                                let n = function.node(label);
+                                self.in_fast
+                                    .get()
+                                    .is_some_and(|(s, e)| n.start >= s && n.end <= e)
+                            };
+                            match label {
+                                // Inside: the fast copy jumps to its own label.
+                                Some(label) if inside(label) => {
+                                    if copy == Version::Fast {
+                                        to_fast(&mut insertions)?;
+                                    }
+                                    false
+                                }
+                                // Out of an inner region, to a label of the
+                                // nested region's FAST copy it is rendered in.
+                                Some(label) if in_fast_copy(label) => {
+                                    to_fast(&mut insertions)?;
+                                    true
+                                }
+                                _ => true,
                             }
-                            _ => true,
-                        },
+                        }
                         Jump::Computed => return Err("computed goto"),
                     };
                     if leaves && own_local {
@@ -2239,7 +2532,7 @@ impl Renderer<'_> {
                         );
                     }
                 }
-                NodeKind::Return if !region.across_calls => {
+                NodeKind::Return if !self.global(region) => {
                     insertions.push(
                         store_before(function, text, id, local).ok_or("statement end not found")?,
                     );

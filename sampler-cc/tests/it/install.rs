@@ -334,6 +334,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-sample-unrolled-loops",
             "-fsample-across-calls",
             "-fno-sample-across-calls",
+            "-fsample-nested-loops",
+            "-fno-sample-nested-loops",
             "-fsample-whole-loops",
             "-fno-sample-whole-loops",
             "-fsampler-rates=FILE",

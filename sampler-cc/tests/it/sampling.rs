@@ -293,13 +293,23 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
              257 sites), 8 declaration runs, 8 leaf functions, 5 fell back ({fell_back})"
         )
     };
+    // And the iteration of `main`'s loop, with loops inside, is one
+    // region, whose copies hold its inner loops' regions.
+    let nested = |loops: &str| {
+        format!(
+            "25 cloned (14 runs of which 1 across calls, 10 loops of which {loops}1 across calls \
+             and 1 nested, 1 expressions, 258 sites), 8 declaration runs, 8 leaf functions, \
+             5 fell back ({fell_back})"
+        )
+    };
     // `vla`'s two loops, `loops`' last and `main`'s two without calls;
     // three more small loops without jumps are unrolled (seven when
     // loops are not counted).
-    let counted = across_calls(" of which 5 counted and 3 unrolled");
+    let counted = nested("5 counted, 3 unrolled, ");
+    let flat = across_calls(" of which 5 counted and 3 unrolled");
     let within_calls = per_iteration(" of which 5 counted and 3 unrolled");
-    let unrolled = across_calls(" of which 7 unrolled");
-    let across_calls = across_calls("");
+    let unrolled = nested("7 unrolled, ");
+    let unsplit = nested("");
     let per_iteration = per_iteration("");
     // Small loops whole: runs hold them, and a loop with only small loops
     // inside is innermost.
@@ -311,8 +321,9 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
         ("-fsample-sites", per_iteration.as_str()),
         ("-fsample-regions", counted.as_str()),
         ("-fno-sample-across-calls", within_calls.as_str()),
+        ("-fno-sample-nested-loops", flat.as_str()),
         ("-fno-sample-counted-loops", unrolled.as_str()),
-        ("-fno-sample-split-loops", across_calls.as_str()),
+        ("-fno-sample-split-loops", unsplit.as_str()),
         ("-fsample-whole-loops", whole_loops),
     ] {
         sampled_tricky_is_equivalent(&lab, form, stats, &warnings, &expected, &exact);
@@ -685,6 +696,7 @@ fn sample_regions_decides_once_per_region_execution() {
         ("unsplit", "-fno-sample-split-loops"),
         ("whole", "-fsample-whole-loops"),
         ("within", "-fno-sample-across-calls"),
+        ("flat", "-fno-sample-nested-loops"),
         ("sites", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
     ] {
@@ -705,7 +717,14 @@ fn sample_regions_decides_once_per_region_execution() {
                 Some("3 cloned (1 runs, 2 loops of which 2 across calls, 0 expressions, 15 sites)")
             }
             "-fno-clone-regions" => None,
+            // The first loop's iteration (around the call and the inner
+            // loop) is one region, whose copies hold the inner loop's.
             "-fsample-regions" => Some(
+                "4 cloned (1 runs, 3 loops of which 1 counted, 2 across calls and 1 nested, \
+                 0 expressions, 13 sites)",
+            ),
+            // Without: a run around the call.
+            "-fno-sample-nested-loops" => Some(
                 "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 counted and \
                  1 across calls, 0 expressions, 12 sites)",
             ),
@@ -715,8 +734,8 @@ fn sample_regions_decides_once_per_region_execution() {
             }
             "-fsample-sites" => Some("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
             _ => Some(
-                "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 across calls, \
-                 0 expressions, 12 sites)",
+                "4 cloned (1 runs, 3 loops of which 2 across calls and 1 nested, \
+                 0 expressions, 13 sites)",
             ),
         };
         if let Some(cloned) = cloned {
@@ -1216,11 +1235,14 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
     build("exact", &["-fno-sample"]);
     assert_eq!(lab.run("exact", &[], "exact-report", &[]), expected);
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
-    // `not_counted`'s four loops and `continued`'s two are unrolled.
+    // `not_counted`'s four loops and `continued`'s two are unrolled;
+    // `nested`'s outer loop is one region, whose copies hold its inner
+    // loop's.
     let stats = build("counted", &["-fsample-counted-loops"]);
     assert!(
         stats.contains(
-            "(1 runs, 27 loops of which 20 counted, 6 unrolled and 1 across calls, 1 expressions"
+            "(0 runs, 28 loops of which 20 counted, 6 unrolled, 1 across calls and 1 nested, \
+             0 expressions"
         ),
         "{stats}"
     );
@@ -1228,7 +1250,9 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
     // `main`'s (across calls).
     let stats = build("uncounted", &["-fno-sample-counted-loops"]);
     assert!(
-        stats.contains("(1 runs, 27 loops of which 23 unrolled and 1 across calls, 1 expressions"),
+        stats.contains(
+            "(0 runs, 28 loops of which 23 unrolled, 1 across calls and 1 nested, 0 expressions"
+        ),
         "{stats}"
     );
     let stats = build(
@@ -1236,7 +1260,7 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
         &["-fno-sample-counted-loops", "-fno-sample-unrolled-loops"],
     );
     assert!(
-        stats.contains("(1 runs, 27 loops of which 1 across calls, 1 expressions"),
+        stats.contains("(0 runs, 28 loops of which 1 across calls and 1 nested, 0 expressions"),
         "{stats}"
     );
     for sparsity in ["1", "3", "1000"] {
@@ -1252,6 +1276,188 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
             assert_eq!(seen[1], seen[2], "sparsity {sparsity}, seed {seed}");
             if sparsity == "1" {
                 assert_eq!(seen[0], exact, "seed {seed}");
+            }
+        }
+    }
+}
+
+/// Loops with loops inside: the iteration of each outer loop is one
+/// region (`-fsample-nested-loops`), whose copies hold the inner loops'
+/// own regions; in a leaf function (one local countdown) and across
+/// calls (the global one), with an inner loop that jumps to a label of
+/// the outer iteration and returns, and a `continue` of the outer loop.
+const NESTED: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+
+static int __attribute__((noinline)) weigh(int x)
+{
+    return x > 3 ? x - 3 : 3 - x;
+}
+
+/* A leaf function: the outer iteration is one event for its sites, each
+ * inner loop's iteration one of its own, also in the loop that runs
+ * once per outer iteration. */
+static long leaf(int n)
+{
+    long s = 0;
+    for (int i = 0; i < n; i++) {
+        if (i % 5 == 0)
+            s += 7;
+        for (int k = 0; k < 1; k++)
+            if ((i ^ k) % 3 == 0)
+                s++;
+        if (i % 7 == 0)
+            s -= 2;
+        for (int k = 0; k < 6; k++) {
+            if ((i + k) % 4 == 0)
+                s++;
+            if ((i ^ k) & 8)
+                s--;
+        }
+    }
+    return s;
+}
+
+/* Calls: the outer iteration takes its event from the global countdown. */
+static long calls(int n)
+{
+    long s = 0;
+    int i = 0;
+    while (i < n) {
+        int v = weigh(i);
+        if (v < 0)
+            goto bad;
+        if (i % 11 == 0)
+            s += 3;
+        do {
+            if (v % 7 == 0)
+                goto next;
+            if (v == -13)
+                return -13;
+            v /= 2;
+        } while (v > 1);
+        s += v;
+    next:
+        i++;
+        if (i % 100 == 99)
+            continue;
+        s ^= i;
+    }
+    return s;
+bad:
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    int n = argc > 1 ? atoi(argv[1]) : 30000;
+    printf("%ld %ld\n", leaf(n), calls(n));
+    return 0;
+}
+"#;
+
+/// `-fsample-nested-loops` makes the iteration of a loop with loops
+/// inside one event: the sites of one outer iteration are observed
+/// together, an inner loop's sites on events of their own (also where
+/// the inner loop runs once per outer iteration, the same number of
+/// events), each site with probability 1/sparsity (5 standard
+/// deviations); `-fno-sample-nested-loops` decides the outer iteration's
+/// runs apart. Both keep the program's output and gcc's warnings, and
+/// count exactly at sparsity 1.
+#[test]
+fn nested_loop_iterations_are_one_event_and_their_inner_loops_their_own() {
+    let lab = Lab::new();
+    lab.write("nested.c", NESTED);
+    let warnings_on = ["-Wall", "-Wextra"];
+    let plain = lab.gcc(&["-O2", "nested.c", "-o", "plain", "-Wall", "-Wextra"]);
+    let warnings = diagnostics(&plain.stderr);
+    let expected = lab.run("plain", &[], "none", &[]);
+    assert_eq!(expected, "-1572 29631\n");
+    let build = |name: &str, form: &str| -> String {
+        let mut args = vec![
+            "-fsampler-strict",
+            "-fsampler-stats",
+            "-fsampler-scheme=branches",
+            "-fsampler-scheme=returns",
+            "-O2",
+            "nested.c",
+            form,
+            "-o",
+            name,
+        ];
+        args.extend(warnings_on);
+        let output = lab.cc(&args);
+        assert_eq!(diagnostics(&output.stderr), warnings, "{form}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    build("exact", "-fno-sample");
+    assert_eq!(lab.run("exact", &[], "exact-report", &[]), expected);
+    let exact = counters(&lab.resolve("exact-report", &["exact"]));
+    // `leaf`'s and `calls`' outer loops; their inner loops (two counted).
+    let stats = build("nested", "-fsample-nested-loops");
+    assert!(
+        stats.contains(
+            "(1 runs of which 1 across calls, 5 loops of which 2 counted, 1 across calls and \
+             2 nested, 0 expressions, 21 sites)"
+        ),
+        "{stats}"
+    );
+    let stats = build("flat", "-fno-sample-nested-loops");
+    assert!(
+        stats.contains(
+            "(2 runs of which 1 across calls, 3 loops of which 2 counted, 0 expressions, 15 sites)"
+        ),
+        "{stats}"
+    );
+    for build in ["nested", "flat"] {
+        assert_eq!(
+            lab.run(build, &[], "report", &[("SAMPLER_SPARSITY", "1")]),
+            expected
+        );
+        assert_eq!(counters(&lab.resolve("report", &[build])), exact, "{build}");
+    }
+    let events = |condition: &str| -> (String, u64) {
+        let wanted = format!("\t{condition}\t");
+        let mut rows = exact.iter().filter(|(site, _)| site.contains(&wanted));
+        let (site, values) = rows.next().unwrap_or_else(|| panic!("{condition}"));
+        assert!(rows.next().is_none(), "{condition}");
+        (site.clone(), values.iter().sum())
+    };
+    // (site, site, observed together with nested loops, and without).
+    let pairs = [
+        ("i % 5 == 0", "i % 7 == 0", true, false),
+        ("i % 5 == 0", "(i ^ k) % 3 == 0", false, false),
+        ("(i + k) % 4 == 0", "(i ^ k) & 8", true, true),
+        ("v < 0", "i % 100 == 99", true, false),
+        ("v < 0", "i % 11 == 0", true, true),
+        ("v == -13", "v > 1", true, true),
+    ];
+    for (build, nested) in [("nested", true), ("flat", false)] {
+        // Two seeds under which no two counters decided apart happen to
+        // be equal (under seed 2, `flat`'s `v < 0` and `i % 100 == 99`
+        // both see 9,937 of their 30,000 events).
+        for seed in ["1", "3"] {
+            let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
+            assert_eq!(lab.run(build, &[], "report", &env), expected);
+            let observed = counters(&lab.resolve("report", &[build]));
+            let seen = |condition: &str| -> u64 {
+                let (site, events) = events(condition);
+                let seen: u64 = observed[&site].iter().sum();
+                let (mean, sigma) = (events as f64 / 3.0, (events as f64 * 2.0 / 9.0).sqrt());
+                assert!(
+                    (seen as f64 - mean).abs() <= 5.0 * sigma,
+                    "{build}, seed {seed}: {condition}: {seen} observed of {events} events"
+                );
+                seen
+            };
+            for (first, second, with_nested, without) in pairs {
+                let together = if nested { with_nested } else { without };
+                let (a, b) = (seen(first), seen(second));
+                if together {
+                    assert_eq!(a, b, "{build}, seed {seed}: {first} and {second}");
+                } else {
+                    assert_ne!(a, b, "{build}, seed {seed}: {first} and {second}");
+                }
             }
         }
     }
