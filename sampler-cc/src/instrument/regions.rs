@@ -43,7 +43,10 @@
 //! the head of a run stay outside it, named labels inside are renamed in
 //! FAST (a label a jump from outside reaches keeps its region from being
 //! cloned: that jump would enter SLOW unsampled), `case` labels of an outer
-//! `switch` and `static` locals keep their statement out of regions, and
+//! `switch` and `static` locals keep their statement out of regions (but
+//! constants only read, which each copy may define: [`duplicable_static`]),
+//! per site so does a backward `goto` (per region it need not: a loop it
+//! makes is observed whole or not at all in one execution), and
 //! functions with computed `goto`, local labels or `setjmp` are not cloned.
 //! Everything else keeps its per-site checks: always correct, only slower.
 //!
@@ -115,7 +118,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use crate::frontend::{Call, Function, Jump, Label, NodeId, NodeKind};
+use crate::frontend::{Call, Function, Jump, Label, NodeId, NodeKind, Variable};
 use crate::preprocessed::{LineMap, skip_trivia};
 
 use super::counted::CountedLoop;
@@ -701,7 +704,10 @@ struct Planner<'a> {
     /// regions are then not nested again: each level doubles the copies).
     nested_loops: bool,
     nesting: bool,
-    /// Keys of the `static` locals, ascending.
+    /// `-fsample-regions`: a region's execution is one event, whatever
+    /// paths it takes, so a backward `goto` inside it is no obstacle.
+    per_region: bool,
+    /// Keys of the `static` locals that no region may copy, ascending.
     statics: Vec<usize>,
     labels: HashMap<&'a str, NodeId>,
     /// The extents of the `goto`s to each named label, gathered once so
@@ -744,8 +750,10 @@ impl<'a> Planner<'a> {
                 .locals
                 .iter()
                 .filter(|v| v.storage == crate::frontend::Storage::StaticLocal)
+                .filter(|v| !duplicable_static(function, text, v))
                 .map(|v| v.key)
                 .collect(),
+            per_region: forms.per_region,
             labels: HashMap::new(),
             gotos: HashMap::new(),
             regions: Vec::new(),
@@ -1294,7 +1302,12 @@ impl<'a> Planner<'a> {
                 continue;
             }
             match &node.kind {
-                NodeKind::Jump(Jump::Goto(name)) => {
+                // Per site, FAST's decrements are those of the heaviest
+                // path, which a loop would make unbounded. Per region, the
+                // loop it makes is observed whole or not at all in one
+                // execution, as a whole loop's iterations are: each
+                // evaluation keeps probability 1/sparsity.
+                NodeKind::Jump(Jump::Goto(name)) if !self.per_region => {
                     if let Some(&label) = self.labels.get(name.as_str())
                         && inside(label)
                         && function.node(label).start < node.start
@@ -1332,6 +1345,63 @@ impl<'a> Planner<'a> {
         }
         None
     }
+}
+
+/// Whether `static` local `variable` may be defined once in each copy of
+/// a region: a constant (a scalar, or an array of constant elements)
+/// whose declaration takes no address and whose uses only read it (a
+/// scalar's value, an array's elements by subscript), so that the two
+/// objects cannot be told apart (`sqlite3VdbeExec` has six such tables,
+/// which kept its dispatch loop from being a region).
+fn duplicable_static(function: &Function, text: &[u8], variable: &Variable) -> bool {
+    // An array of constant elements is constant (`ty.is_const`).
+    let ty = &variable.ty;
+    let array = ty.spelling.ends_with(']');
+    if !ty.is_const {
+        return false;
+    }
+    // The declaration (a static's is opaque to the front end): the
+    // smallest statement around its name.
+    let declaration = function
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.is_statement && n.start <= variable.key && variable.key < n.end)
+        .min_by_key(|(_, n)| n.end - n.start);
+    let Some((statement, node)) = declaration else {
+        return false;
+    };
+    let start = node.start;
+    let end = statement_end(function, text, statement).unwrap_or(node.end);
+    if text[start..end.max(start)].contains(&b'&') {
+        return false;
+    }
+    function.nodes.iter().enumerate().all(|(id, node)| {
+        if !matches!(node.kind, NodeKind::VarRef(key) if key == variable.key) {
+            return true;
+        }
+        // Up through parentheses and conversions (an array's decay).
+        let mut used = id;
+        let mut parent = node.parent;
+        while let Some(p) = parent {
+            if !matches!(function.node(p).kind, NodeKind::Paren | NodeKind::Implicit) {
+                break;
+            }
+            used = p;
+            parent = function.node(p).parent;
+        }
+        let Some(parent) = parent.map(|p| function.node(p)) else {
+            return false;
+        };
+        match (&parent.kind, array) {
+            (NodeKind::Subscript { array_base: true }, true) => {
+                parent.children.first() == Some(&used)
+            }
+            (NodeKind::Unary(op), false) => op != "&",
+            (_, false) => true,
+            _ => false,
+        }
+    })
 }
 
 /// The parts of a loop: (condition, step, body).
