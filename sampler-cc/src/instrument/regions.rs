@@ -36,7 +36,10 @@
 //! countdown, and their scalar initialisers get both copies, chosen by one
 //! test. In a leaf function (no weighty call) one local lives from the
 //! entry to every `return`, shared by all its regions and sites: regions
-//! then neither load nor store the global countdown.
+//! then neither load nor store the global countdown. Per region, a
+//! function whose sites all lie in one run has one event per call, which
+//! its run takes from the global countdown (a decrement in memory costs
+//! less than a local's load and store around it).
 //!
 //! Cloning needs no hoisting: declarations keep their blocks (a run that
 //! does not reach the end of its block holds no declaration), labels at
@@ -247,6 +250,10 @@ struct Region {
     /// countdown (the function's local in a leaf function) and keeps no
     /// local of its own: its inner regions load and store theirs.
     holes: Vec<(usize, usize)>,
+    /// A run that holds every site of its function (per region): its
+    /// event, the function's only one per call, is taken from the global
+    /// countdown, as a run across calls takes its own.
+    lone: bool,
 }
 
 /// Which forms of the transform to use (sampler-cc's `-fsample-*` flags).
@@ -297,9 +304,22 @@ pub(super) fn clone_regions(
     let mut planner = Planner::new(function, text, marks, is_weighty, forms);
     planner.plan_statement(function.body);
     stats.add(&planner.stats);
+    // A function whose sites are all in one run takes one event per call:
+    // decrementing the global countdown costs less than loading a local
+    // and storing it back around it (bc's `bc_free_num`: 3 instructions
+    // against 7).
+    let body_sites = planner.sum[function.body];
+    if let [region] = planner.regions.as_mut_slice()
+        && forms.per_region
+        && matches!(region.shape, Shape::Run { .. })
+        && region.sites == body_sites
+    {
+        region.lone = true;
+    }
+    let lone = planner.regions.first().is_some_and(|r| r.lone);
     // A leaf function keeps the countdown in one local from its entry to
     // its returns: no call in it can use the global one.
-    let leaf = !planner.weighty[function.body] && planner.sum[function.body] >= 2;
+    let leaf = !lone && !planner.weighty[function.body] && body_sites >= 2;
     let shared = leaf.then(|| {
         *next_region += 1;
         format!("__cbi_L{}", *next_region - 1)
@@ -1033,6 +1053,7 @@ impl<'a> Planner<'a> {
             sites: self.sum[id],
             across_calls: false,
             holes: Vec::new(),
+            lone: false,
         });
     }
 
@@ -1115,6 +1136,7 @@ impl<'a> Planner<'a> {
                 sites,
                 across_calls: items.iter().any(|&i| self.weighty[i]),
                 holes: Vec::new(),
+                lone: false,
             });
         }
     }
@@ -1156,6 +1178,7 @@ impl<'a> Planner<'a> {
             sites,
             across_calls: false,
             holes: Vec::new(),
+            lone: false,
         });
     }
 
@@ -1251,6 +1274,7 @@ impl<'a> Planner<'a> {
             sites,
             across_calls,
             holes: extents,
+            lone: false,
         });
         // The inner loops' own regions, which each copy will hold (not
         // nested again: `nesting` is false here, or there are no holes).
@@ -1667,10 +1691,10 @@ impl Renderer<'_> {
     }
 
     /// Whether `region` takes its event from the global countdown: across
-    /// calls, or nested outside a leaf function (its inner regions load
-    /// and store their locals inside its copies).
+    /// calls, alone in its function, or nested outside a leaf function
+    /// (its inner regions load and store their locals inside its copies).
     fn global(&self, region: &Region) -> bool {
-        region.across_calls || (!region.holes.is_empty() && self.shared.is_none())
+        region.across_calls || region.lone || (!region.holes.is_empty() && self.shared.is_none())
     }
 
     /// What `region` writes back before it is left.
