@@ -1374,9 +1374,11 @@ impl<'a> Planner<'a> {
 /// Whether `static` local `variable` may be defined once in each copy of
 /// a region: a constant (a scalar, or an array of constant elements)
 /// whose declaration takes no address and whose uses only read it (a
-/// scalar's value, an array's elements by subscript), so that the two
-/// objects cannot be told apart (`sqlite3VdbeExec` has six such tables,
-/// which kept its dispatch loop from being a region).
+/// scalar's value, an array's scalar elements by subscript, never an
+/// address of it or of an element), so that the two objects cannot be
+/// told apart (`sqlite3VdbeExec` has six such tables, which kept its
+/// dispatch loop from being a region). Structures and arrays of arrays
+/// are left out.
 fn duplicable_static(function: &Function, text: &[u8], variable: &Variable) -> bool {
     // An array of constant elements is constant (`ty.is_const`).
     let ty = &variable.ty;
@@ -1400,13 +1402,19 @@ fn duplicable_static(function: &Function, text: &[u8], variable: &Variable) -> b
     if text[start..end.max(start)].contains(&b'&') {
         return false;
     }
-    function.nodes.iter().enumerate().all(|(id, node)| {
-        if !matches!(node.kind, NodeKind::VarRef(key) if key == variable.key) {
-            return true;
-        }
-        // Up through parentheses and conversions (an array's decay).
+    // A scalar's value, or a scalar element of an array, read: no address
+    // (of the object, or of an element) that could tell the copies apart.
+    let scalar = |ty: Option<&crate::frontend::ValueType>| {
+        ty.is_some_and(|ty| ty.class != crate::frontend::TypeClass::Other)
+    };
+    if !array && !scalar(Some(ty)) {
+        return false;
+    }
+    // The node that uses `id`'s value, above parentheses and conversions
+    // (an array's decay), and the child of it on `id`'s side.
+    let user = |id: NodeId| {
         let mut used = id;
-        let mut parent = node.parent;
+        let mut parent = function.node(id).parent;
         while let Some(p) = parent {
             if !matches!(function.node(p).kind, NodeKind::Paren | NodeKind::Implicit) {
                 break;
@@ -1414,17 +1422,28 @@ fn duplicable_static(function: &Function, text: &[u8], variable: &Variable) -> b
             used = p;
             parent = function.node(p).parent;
         }
-        let Some(parent) = parent.map(|p| function.node(p)) else {
+        parent.map(|p| (p, used))
+    };
+    let read = |id: NodeId| {
+        user(id).is_none_or(
+            |(p, _)| !matches!(&function.node(p).kind, NodeKind::Unary(op) if op == "&"),
+        )
+    };
+    function.nodes.iter().enumerate().all(|(id, node)| {
+        if !matches!(node.kind, NodeKind::VarRef(key) if key == variable.key) {
+            return true;
+        }
+        let Some((parent, used)) = user(id) else {
             return false;
         };
-        match (&parent.kind, array) {
-            (NodeKind::Subscript { array_base: true }, true) => {
-                parent.children.first() == Some(&used)
-            }
-            (NodeKind::Unary(op), false) => op != "&",
-            (_, false) => true,
-            _ => false,
+        let parent_node = function.node(parent);
+        if !array {
+            return read(id);
         }
+        matches!(parent_node.kind, NodeKind::Subscript { array_base: true })
+            && parent_node.children.first() == Some(&used)
+            && scalar(parent_node.ty.as_ref())
+            && read(parent)
     })
 }
 
