@@ -256,6 +256,15 @@ struct Region {
     lone: bool,
 }
 
+impl Region {
+    /// Whether its FAST iterations would hold calls that use the countdown
+    /// or inner loops' events: such a loop is neither split, counted nor
+    /// unrolled (its FAST loop would not be free of them).
+    fn unsplit(&self) -> bool {
+        self.across_calls || !self.holes.is_empty()
+    }
+}
+
 /// Which forms of the transform to use (sampler-cc's `-fsample-*` flags).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Forms {
@@ -401,8 +410,17 @@ pub(super) fn clone_regions(
             let localiser = Localiser::new(local, &returns);
             holes.iter_mut().for_each(|i| localiser.localise(i));
         }
+        // Each inner region's scale and counted loop, found once for its
+        // two renderings and its tally.
+        let plans: Vec<_> = inner
+            .iter()
+            .map(|inner| {
+                let scale = renderer.region_scale(inner);
+                (scale, renderer.counted(inner, scale))
+            })
+            .collect();
         let result = renderer
-            .nest_copies(region, inner, &inner_own, holes.clone(), next_region)
+            .nest_copies(region, inner, &inner_own, &plans, &holes, next_region)
             .and_then(|()| {
                 let scale = renderer.region_scale(region);
                 let counted = renderer.counted(region, scale);
@@ -416,10 +434,8 @@ pub(super) fn clone_regions(
                 *next_region += 1;
                 renderer.tally(region, scale, counted, stats, in_regions);
                 // Rendered once per copy of the nested region, tallied once.
-                for inner in inner {
-                    let scale = renderer.region_scale(inner);
-                    let counted = renderer.counted(inner, scale).is_some();
-                    renderer.tally(inner, scale, counted, stats, in_regions);
+                for (inner, (scale, counted)) in inner.iter().zip(&plans) {
+                    renderer.tally(inner, *scale, counted.is_some(), stats, in_regions);
                 }
                 stats.nested_loops += usize::from(!region.holes.is_empty());
                 rendered.push((region.start, region.end));
@@ -1736,8 +1752,7 @@ impl Renderer<'_> {
             && self.split_loops
             && self.counted_loops
             && scale == 1
-            && !region.across_calls
-            && region.holes.is_empty())
+            && !region.unsplit())
         .then(|| CountedLoop::recognise(self.function, self.text, node))
         .flatten()
     }
@@ -1845,28 +1860,28 @@ impl Renderer<'_> {
     }
 
     /// For a nested loop region: renders its `inner` regions (with their
-    /// insertions `inner_own`) once for each of its copies, numbered from
-    /// `next_region`, and holds them with `holes`, the per-site checks of
-    /// its inner loops, for [`Renderer::piece`] to place in each copy.
+    /// insertions `inner_own`, scales and counted loops `plans`) once for
+    /// each of its copies, numbered from `next_region`, and holds them with
+    /// `holes`, the per-site checks of its inner loops, for
+    /// [`Renderer::piece`] to place in each copy.
     fn nest_copies(
         &self,
         region: &Region,
         inner: &[Region],
         inner_own: &[Vec<Insertion>],
-        holes: Vec<Insertion>,
+        plans: &[(u32, Option<CountedLoop>)],
+        holes: &[Insertion],
         next_region: &mut usize,
     ) -> Result<(), &'static str> {
         if region.holes.is_empty() {
             return Ok(());
         }
-        let mut copies = [holes.clone(), holes];
+        let mut copies = [holes.to_vec(), holes.to_vec()];
         for (copy, held) in copies.iter_mut().enumerate() {
             let fast = copy == 0;
             self.in_fast.set(fast.then_some((region.start, region.end)));
-            for (inner, own) in inner.iter().zip(inner_own) {
-                let scale = self.region_scale(inner);
-                let counted = self.counted(inner, scale);
-                let rendered = self.render(inner, *next_region, own, scale, counted.as_ref());
+            for ((inner, own), (scale, counted)) in inner.iter().zip(inner_own).zip(plans) {
+                let rendered = self.render(inner, *next_region, own, *scale, counted.as_ref());
                 *next_region += 1;
                 match rendered {
                     Ok(text) => held.push(replacement(inner.start, inner.end, text)),
@@ -2139,8 +2154,7 @@ impl Renderer<'_> {
         // own, with no call (gcc can keep the user's loads out of it),
         // left for the draw when the countdown runs out; a draw that does
         // not sample gives the execution back and goes round again.
-        let split =
-            self.split_loops && !slow_only && !region.across_calls && region.holes.is_empty();
+        let split = self.split_loops && !slow_only && !region.unsplit();
         let break_label = format!("__cbi_b{number}");
         // A counted loop (scale 1, so not `slow_only`) is always split.
         if let Some(counted) = counted {
@@ -2237,8 +2251,7 @@ impl Renderer<'_> {
             && self.split_loops
             && self.unrolled_loops
             && scale == 1
-            && !region.across_calls
-            && region.holes.is_empty()
+            && !region.unsplit()
             && !counted
             && self.unrollable(node)
     }
