@@ -23,18 +23,22 @@
 extern "C" {
 #endif
 
-#define CBI_ABI_VERSION 1
+#define CBI_ABI_VERSION 2
 
 /* ---- Sampling ------------------------------------------------------- */
 
-/* Events left until the calling thread's next sampled event. A site is
+/* The events before the calling thread's next sampled one: each event
+ * decrements it, and the event that takes it below zero asks cbi_sample()
+ * (ABI 2; in ABI 1 it held one more, and ran out at zero). A site is
  * compiled as
  *
- *     if (__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample())
+ *     if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample())
  *         <count the site>;
  *
- * It is 0 in a thread that has not met a site yet: the first decrement
- * then calls cbi_sample(), which starts the thread's own random stream.
+ * which gcc compiles as one `sub` on the variable in memory and a branch
+ * on its sign. It is 0 in a thread that has not met a site yet: the first
+ * decrement then calls cbi_sample(), which starts the thread's own random
+ * stream.
  * Initial-exec, as the runtime defines it (its TLS segment is static):
  * code built with -fPIC reads it at a fixed offset from the thread
  * pointer instead of calling __tls_get_addr. */
@@ -182,7 +186,7 @@ int cbi_atomsObserve(const void *address);
  * `schemes` array of a registered unit, e.g. &unit_schemes[0]. Called where
  * the site counts, after cbi_sample() returned 1:
  *
- *     if (__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample()) {
+ *     if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample()) {
  *         __atomic_fetch_add(&branches[3][taken], 1, __ATOMIC_RELAXED);
  *         cbi_traceObserve(&unit_schemes[0], 3, taken);
  *     }

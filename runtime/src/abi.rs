@@ -57,7 +57,8 @@ pub unsafe extern "C" fn cbi__sample_slow(
     let gaps = unsafe { std::slice::from_raw_parts_mut(gaps, capacity as usize) };
     // SAFETY: per the contract, valid for reads. A thread's countdown
     // starts at 0, so at its first event it holds minus the decrement of
-    // the site or region that ran it out (its scale).
+    // the site or region that ran it out (its scale). It holds a gap of g
+    // events as g - 1 (ABI 2, `tls.c`).
     let before = unsafe { countdown.read() };
     let events = i32::try_from(-i64::from(before)).unwrap_or(i32::MAX);
     let expiry = guarded(Expiry::OFF, || {
@@ -68,7 +69,7 @@ pub unsafe extern "C" fn cbi__sample_slow(
     // never referenced: instrumented code in a signal handler may
     // decrement it at any time.
     unsafe {
-        countdown.write(expiry.countdown);
+        countdown.write(expiry.countdown - 1);
         left.write(expiry.n_gaps as u32);
     }
     i32::from(expiry.sampled)

@@ -34,7 +34,7 @@ pub struct CbiUnit {
     pub(crate) registry_next: *mut CbiUnit,
 }
 
-pub(crate) const ABI_VERSION: u32 = 1;
+pub(crate) const ABI_VERSION: u32 = 2;
 
 /// `enum cbi_values_kind`.
 pub(crate) const COUNTERS: u32 = 0;

@@ -32,7 +32,11 @@
 
 #define CBI__TLS __attribute__((tls_model("initial-exec")))
 
-/* 0 until the thread meets its first site; see cbi_sample. */
+/* The events before the thread's next sampled one (runtime ABI 2: a gap
+ * of g events is stored as g - 1, so that an event is the sampled one
+ * when its decrement takes the countdown below zero, the sign flag of a
+ * `sub` on the variable in memory). 0 until the thread meets its first
+ * site, whose decrement then calls cbi_sample. */
 CBI__TLS __thread int cbi_countdown;
 
 /* Gaps drawn per call of the Rust side, so that struct cbi__batch
@@ -48,7 +52,7 @@ CBI__TLS __thread int cbi_countdown;
  * end before the thread resumes. `busy` is 1 from before cbi_sample reads
  * `left` until after it has written everything: a handler that finds it
  * set touches neither the batch nor the Rust stream and leaves its event
- * out (countdown 1: the next event asks again), as the Rust side does
+ * out (countdown 0: the next event asks again), as the Rust side does
  * when it is re-entered. A handler that does not find it set runs
  * before cbi_sample has read anything or after it has written everything,
  * so each gap is used once. The signal fences keep the compiler from
@@ -112,7 +116,7 @@ int cbi_sample(void)
     struct cbi__batch *batch = &cbi__batch;
     if (__builtin_expect(batch->busy, 0)) {
         /* A signal handler interrupted cbi_sample: see struct cbi__batch. */
-        cbi_countdown = 1;
+        cbi_countdown = 0;
         return 0;
     }
     batch->busy = 1;
@@ -121,7 +125,7 @@ int cbi_sample(void)
     if (__builtin_expect(left == 0, 0))
         return cbi__refill(batch);
     batch->left = left - 1;
-    cbi_countdown = batch->gaps[left - 1];
+    cbi_countdown = batch->gaps[left - 1] - 1;
     cbi_sampledEvents++;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     batch->busy = 0;

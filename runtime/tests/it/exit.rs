@@ -263,3 +263,40 @@ fn mixed_bounds_and_the_scheme_helpers_work_through_the_shared_runtime() {
     );
     parse(&text);
 }
+
+/// A unit built for runtime ABI 1 (whose countdown ran out at zero, one
+/// event later than ABI 2's) is left out of the report, with one line
+/// that says so; the current unit's sites count as usual.
+#[test]
+fn a_unit_of_another_abi_is_ignored_with_one_line() {
+    let lab = Lab::new();
+    let source = runtime_dir().join("tests/c/old_abi.c");
+    let archive = packaged().join("libsampler_runtime.a");
+    let mut args = vec![
+        source.to_str().unwrap(),
+        archive.to_str().unwrap(),
+        "-o",
+        "old_abi",
+    ];
+    args.extend(SYSTEM_LIBS);
+    lab.gcc(&args);
+    let output = lab.run(
+        &lab.path("old_abi"),
+        &[],
+        &[("SAMPLER_FILE", "run.report"), ("SAMPLER_SPARSITY", "1")],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        stderr(&output),
+        "sampler: a unit built for runtime ABI 1 was ignored; this runtime speaks ABI 2\n"
+    );
+    let report = lab.read("run.report");
+    let unit_44 = "4".repeat(32);
+    assert!(
+        report.contains(&format!(
+            "<samples unit=\"{unit_44}\" scheme=\"branches\">\n5\t5\n0\t0\n</samples>\n"
+        )),
+        "{report}"
+    );
+    assert!(!report.contains(&"5".repeat(32)), "{report}");
+}

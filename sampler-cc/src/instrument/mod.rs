@@ -28,13 +28,13 @@ use crate::preprocessed::{LineMap, site_text};
 
 /// How a sampled site of scale 1 starts: the per-site countdown check on
 /// the global countdown (regions rewrite it to their local one).
-const SAMPLED_CHECK: &str = "(__builtin_expect(--cbi_countdown <= 0, 0) && cbi_sample() ? ";
+const SAMPLED_CHECK: &str = "(__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample() ? ";
 
 /// How a sampled site of scale s ≥ 2 (`-fsampler-rates`) starts: the
 /// check decrements the countdown by s, `SCALED_CHECK_OPEN s
 /// SCALED_CHECK_CLOSE`.
 const SCALED_CHECK_OPEN: &str = "(__builtin_expect((cbi_countdown -= ";
-const SCALED_CHECK_CLOSE: &str = ") <= 0, 0) && cbi_sample() ? ";
+const SCALED_CHECK_CLOSE: &str = ") < 0, 0) && cbi_sample() ? ";
 
 /// How a site of scale 0 (rate 1) starts: counted on every execution,
 /// without a check.
@@ -954,7 +954,7 @@ impl Context<'_> {
         let _ = writeln!(
             out,
             "{hidden} struct {{ unsigned int abi_version, n_schemes; const unsigned char *signature; \
-             void *schemes, *registry_next; }} {prefix}_unit = {{ 1, {}, {prefix}_signature, {prefix}_schemes, 0 }};",
+             void *schemes, *registry_next; }} {prefix}_unit = {{ 2, {}, {prefix}_signature, {prefix}_schemes, 0 }};",
             tables.len()
         );
         let _ = writeln!(

@@ -6,12 +6,12 @@
 //! (see [`super::weighty`]) and no loop. A run becomes
 //!
 //! ```c
-//! { int L; L = cbi_countdown - 1;
-//!   if (__builtin_expect(L >= W, 1)) { FAST } else { SLOW } cbi_countdown = L + 1; }
+//! { int L; L = cbi_countdown;
+//!   if (__builtin_expect(L >= W, 1)) { FAST } else { SLOW } cbi_countdown = L; }
 //! ```
 //!
-//! (`L` holds the global countdown minus one, so that running out is the
-//! sign of its decrement: [`load_local`].)
+//! (`L`, as the global countdown, holds the events before the next sample,
+//! so that running out is the sign of its decrement: [`load_local`].)
 //! W is the most sites on any path through the region, SLOW is the region
 //! with its per-site checks on `L` (the global countdown is only touched to
 //! draw a sample), and FAST is the region with each site's code replaced
@@ -25,9 +25,9 @@
 //! top of each one:
 //!
 //! ```c
-//! { INIT; { int L; L = cbi_countdown - 1;
-//!   for (;;) { if (__builtin_expect(L >= W, 1)) { if (!(COND)) { cbi_countdown = L + 1; break; } BODY STEP }
-//!              else { if (!(COND)) { cbi_countdown = L + 1; break; } BODY STEP } } } }
+//! { INIT; { int L; L = cbi_countdown;
+//!   for (;;) { if (__builtin_expect(L >= W, 1)) { if (!(COND)) { cbi_countdown = L; break; } BODY STEP }
+//!              else { if (!(COND)) { cbi_countdown = L; break; } BODY STEP } } } }
 //! ```
 //!
 //! The conditions and `for` steps of other loops, and the conditions of
@@ -101,7 +101,7 @@
 //! callees' sites are later events of the thread's stream, whichever copy
 //! called them, so nothing needs FAST to be exact. Such a run takes its
 //! event from the global countdown, which the calls use, and keeps no
-//! local: `if (__builtin_expect(--cbi_countdown > 0, 1) || !cbi_sample())
+//! local: `if (__builtin_expect(--cbi_countdown >= 0, 1) || !cbi_sample())
 //! { FAST } else { SLOW }`, with no store at its end, its jumps or its
 //! `return`s. The iteration of an innermost loop with weighty calls is a
 //! loop region the same way, unsplit and never counted. Expression and
@@ -603,13 +603,13 @@ fn region_test(local: &str, scale: u32) -> String {
 
 /// The test of a region that holds weighty calls (`-fsample-across-calls`),
 /// of `scale`: its execution is an event of the global countdown, FAST
-/// unless sampled, as `--cbi_countdown <= 0 && cbi_sample()` decides for
+/// unless sampled, as `--cbi_countdown < 0 && cbi_sample()` decides for
 /// a site outside regions (scale 0: never FAST, as [`region_test`]).
 fn global_region_test(scale: u32) -> String {
     match scale {
         0 => "0".to_owned(),
-        1 => "__builtin_expect(--cbi_countdown > 0, 1) || !cbi_sample()".to_owned(),
-        s => format!("__builtin_expect((cbi_countdown -= {s}) > 0, 1) || !cbi_sample()"),
+        1 => "__builtin_expect(--cbi_countdown >= 0, 1) || !cbi_sample()".to_owned(),
+        s => format!("__builtin_expect((cbi_countdown -= {s}) >= 0, 1) || !cbi_sample()"),
     }
 }
 
@@ -631,34 +631,27 @@ fn region_undo(local: &str, scale: u32) -> String {
     }
 }
 
-/// A local countdown holds the global one minus 1: the test "the
-/// countdown ran out" (global at or below 0 after the decrement) is then
-/// "the local went negative", the sign of the decrement itself, which gcc
-/// reads from the flags of the `sub` (`sub; js`), where `--L > 0` costs a
-/// `test` more on every event (callgrind on zlib's `longest_match`: two of
-/// its 21 instructions per step of the hash chain). The global countdown
-/// keeps the runtime's meaning (unit ABI 1); only these two conversions
-/// know of the bias.
+/// A local countdown holds what the global one holds (runtime ABI 2): the
+/// events before the thread's next sample, so that "the countdown ran
+/// out" is "it went negative", the sign of the decrement itself, which
+/// gcc reads from the flags of the `sub` (`sub; js`), where a test against
+/// zero costs a `test` more on every event (callgrind on zlib's
+/// `longest_match`: two of its 21 instructions per step of the hash
+/// chain). On the global countdown it also lets gcc decrement in memory
+/// (`subl $1, %fs:…; js`) instead of a load, a `sub`, a store and a
+/// `test`.
 fn load_local(local: &str) -> String {
-    format!("{local} = cbi_countdown - 1")
+    format!("{local} = cbi_countdown")
 }
 
-/// Stores local countdown `local` (biased, see [`load_local`]) into the
-/// global one. The empty `asm` hides the local's value: gcc otherwise
-/// rewrites `(L - 1) + 1` on the sampling path as the value from before
-/// the decrement and keeps both alive through the loop, a register copy
-/// per iteration (zlib and bc 1-2% more instructions).
+/// Stores local countdown `local` into the global one.
 fn store_local(local: &str) -> String {
-    format!(
-        "cbi_countdown = __extension__ ({{ int __cbi_t = {local}; \
-         __asm__(\"\" : \"+r\"(__cbi_t)); __cbi_t; }}) + 1"
-    )
+    format!("cbi_countdown = {local}")
 }
 
 /// Asks the runtime whether the event that brought local countdown
-/// `local` below zero (the global one to zero or below) is sampled,
-/// which also draws the next countdown: the global countdown is touched
-/// only here.
+/// `local` below zero is sampled, which also draws the next countdown:
+/// the global countdown is touched only here.
 fn draw(local: &str) -> String {
     format!(
         "({}, cbi_sample() ? ({}, 1) : ({}, 0))",

@@ -1834,3 +1834,69 @@ fn resolve_samples_estimates_true_counts_from_the_built_scales() {
     let true_count: f64 = counted[1][1].parse().unwrap();
     assert!((true_count - 100.0).abs() <= 5.0 * 10.0, "{counted:?}");
 }
+
+/// A loop whose iterations hold weighty calls (a region across calls, on
+/// the global countdown) and a run after it.
+const ACROSS: &str = r#"extern int work(int);
+int total;
+int across(int n)
+{
+    int s = 0;
+    for (int i = 0; i < n; i++) {
+        if (i % 3 == 0)
+            s += work(i);
+        else
+            s -= work(-i);
+    }
+    if (s > 100)
+        total++;
+    return s;
+}
+"#;
+
+/// The global countdown's test is one `sub` on the thread-local in memory
+/// and a branch on its sign (runtime ABI 2: the countdown runs out when it
+/// goes negative). A test against zero after the decrement (ABI 1's
+/// `--cbi_countdown <= 0`) costs a load, a `sub`, a store and a `test`
+/// before the branch, which this test tells apart.
+#[test]
+fn the_global_countdown_is_decremented_in_memory() {
+    let lab = Lab::new();
+    lab.write("across.c", ACROSS);
+    for pic in ["-fno-pic", "-fPIC"] {
+        lab.cc(&[
+            "-fsampler-strict",
+            ALL_SCHEMES[0],
+            ALL_SCHEMES[1],
+            "-O2",
+            pic,
+            "-S",
+            "across.c",
+            "-o",
+            "across.s",
+        ]);
+        let assembly = std::fs::read_to_string(lab.path("across.s")).unwrap();
+        let body: Vec<&str> = assembly
+            .lines()
+            .skip_while(|line| *line != "across:")
+            .take_while(|line| !line.contains(".size\tacross"))
+            .map(str::trim)
+            .collect();
+        let thread_local: Vec<&str> = body
+            .iter()
+            .copied()
+            .filter(|line| line.contains("%fs:"))
+            .collect();
+        // The loop's iteration and the run after it: two events, each a
+        // `subl` in memory followed by `js`, and no other access.
+        assert_eq!(thread_local.len(), 2, "{pic}: {body:#?}");
+        for line in &thread_local {
+            assert!(line.starts_with("subl\t$1, %fs:"), "{pic}: {body:#?}");
+        }
+        for (i, line) in body.iter().enumerate() {
+            if line.contains("%fs:") {
+                assert!(body[i + 1].starts_with("js\t"), "{pic}: {body:#?}");
+            }
+        }
+    }
+}
