@@ -42,7 +42,7 @@ static unsigned long events(long n)
 {
     unsigned long sampled = 0;
     for (long i = 0; i < n; i++)
-        if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample())
+        if (CBI_EVENT_SAMPLED())
             __atomic_fetch_add(&sampled, 1, __ATOMIC_RELAXED);
     return sampled;
 }

@@ -44,6 +44,11 @@ extern "C" {
  * pointer instead of calling __tls_get_addr. */
 extern __thread int cbi_countdown __attribute__((__tls_model__("initial-exec")));
 
+/* The test of one event, as sampler-cc compiles it: true when the event
+ * is sampled. Hand-instrumented code writes
+ * `if (CBI_EVENT_SAMPLED()) <count the site>;`. */
+#define CBI_EVENT_SAMPLED() (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample())
+
 /* Called when cbi_countdown has run out. Returns 1 when the current event
  * is sampled (the site must count it), 0 when it is not, and sets
  * cbi_countdown for the events that follow. Every event has the same
@@ -186,7 +191,7 @@ int cbi_atomsObserve(const void *address);
  * `schemes` array of a registered unit, e.g. &unit_schemes[0]. Called where
  * the site counts, after cbi_sample() returned 1:
  *
- *     if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample()) {
+ *     if (CBI_EVENT_SAMPLED()) {
  *         __atomic_fetch_add(&branches[3][taken], 1, __ATOMIC_RELAXED);
  *         cbi_traceObserve(&unit_schemes[0], 3, taken);
  *     }

@@ -37,7 +37,7 @@ static void *count_gaps(void *argument)
     struct thread_result *result = argument;
     long last = 0;
     for (long event = 1; event <= result->events; event++) {
-        if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample()) {
+        if (CBI_EVENT_SAMPLED()) {
             long gap = event - last;
             result->histogram[gap < MAX_GAP ? gap : MAX_GAP]++;
             result->samples++;
@@ -50,7 +50,7 @@ static void *count_gaps(void *argument)
 static void *one_event(void *argument)
 {
     int *sampled = argument;
-    *sampled = (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample());
+    *sampled = CBI_EVENT_SAMPLED();
     return NULL;
 }
 
@@ -88,12 +88,12 @@ int main(int argc, char **argv)
     }
     if (argc == 2 && strcmp(argv[1], "fork") == 0) {
         for (int i = 0; i < 1000; i++)
-            if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample())
+            if (CBI_EVENT_SAMPLED())
                 continue;
         pid_t child = fork();
         unsigned long digest = 1469598103934665603UL, n_sampled = 0;
         for (unsigned long event = 0; event < 100000; event++)
-            if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample()) {
+            if (CBI_EVENT_SAMPLED()) {
                 digest = (digest ^ event) * 1099511628211UL;
                 n_sampled++;
             }
@@ -105,13 +105,13 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "forkgaps") == 0) {
         int n = atoi(argv[2]);
-        while (!(__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample()))
+        while (!CBI_EVENT_SAMPLED())
             ;
         pid_t child = fork();
         printf("%s", child == 0 ? "child" : "parent");
         long last = 0;
         for (long event = 1, samples = 0; samples < n; event++)
-            if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample()) {
+            if (CBI_EVENT_SAMPLED()) {
                 printf(" %ld", event - last);
                 last = event;
                 samples++;
@@ -125,7 +125,7 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "count") == 0) {
         long events = atol(argv[2]), n_sampled = 0;
         for (long i = 0; i < events; i++)
-            if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample())
+            if (CBI_EVENT_SAMPLED())
                 n_sampled++;
         printf("%ld\n", n_sampled);
         return 0;

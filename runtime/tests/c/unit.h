@@ -25,6 +25,6 @@ __attribute__((destructor)) static void unit_unregister(void) { cbi_unregisterUn
 
 /* A sampled site, as sampler-cc emits it. */
 #define SAMPLED(statement) \
-    do { if (__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample()) { statement; } } while (0)
+    do { if (CBI_EVENT_SAMPLED()) { statement; } } while (0)
 /* A counter bump in a threaded program. */
 #define ATOMIC_BUMP(counter) __atomic_fetch_add(&(counter), 1, __ATOMIC_RELAXED)
