@@ -270,18 +270,9 @@ fn mixed_bounds_and_the_scheme_helpers_work_through_the_shared_runtime() {
 #[test]
 fn a_unit_of_another_abi_is_ignored_with_one_line() {
     let lab = Lab::new();
-    let source = runtime_dir().join("tests/c/old_abi.c");
-    let archive = packaged().join("libsampler_runtime.a");
-    let mut args = vec![
-        source.to_str().unwrap(),
-        archive.to_str().unwrap(),
-        "-o",
-        "old_abi",
-    ];
-    args.extend(SYSTEM_LIBS);
-    lab.gcc(&args);
+    let program = lab.static_program("old_abi.c", "old_abi", &[]);
     let output = lab.run(
-        &lab.path("old_abi"),
+        &program,
         &[],
         &[("SAMPLER_FILE", "run.report"), ("SAMPLER_SPARSITY", "1")],
     );

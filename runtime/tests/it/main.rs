@@ -124,37 +124,32 @@ impl Lab {
         );
     }
 
+    /// `tests/c/SOURCE` built as `name`, linked with the static runtime,
+    /// with `extra` flags.
+    fn static_program(&self, source: &str, name: &str, extra: &[&str]) -> PathBuf {
+        let source = runtime_dir().join("tests/c").join(source);
+        let archive = packaged().join("libsampler_runtime.a");
+        let mut args = extra.to_vec();
+        args.extend([
+            source.to_str().unwrap(),
+            archive.to_str().unwrap(),
+            "-o",
+            name,
+        ]);
+        args.extend(SYSTEM_LIBS);
+        self.gcc(&args);
+        self.path(name)
+    }
+
     /// `program` linked with the static runtime; `-rdynamic` so that
     /// `backtrace_symbols_fd` can name the test's functions.
     fn program_static(&self) -> PathBuf {
-        let source = runtime_dir().join("tests/c/program.c");
-        let archive = packaged().join("libsampler_runtime.a");
-        let mut args = vec![
-            source.to_str().unwrap().to_owned(),
-            archive.to_str().unwrap().to_owned(),
-            "-rdynamic".to_owned(),
-            "-o".to_owned(),
-            "program".to_owned(),
-        ];
-        args.extend(SYSTEM_LIBS.iter().map(|s| s.to_string()));
-        self.gcc(&args.iter().map(String::as_str).collect::<Vec<_>>());
-        self.path("program")
+        self.static_program("program.c", "program", &["-rdynamic"])
     }
 
     /// `stats` (tests/c/stats.c) linked with the static runtime.
     fn stats_static(&self) -> PathBuf {
-        let source = runtime_dir().join("tests/c/stats.c");
-        let archive = packaged().join("libsampler_runtime.a");
-        let mut args = vec![
-            "-O2".to_owned(),
-            source.to_str().unwrap().to_owned(),
-            archive.to_str().unwrap().to_owned(),
-            "-o".to_owned(),
-            "stats".to_owned(),
-        ];
-        args.extend(SYSTEM_LIBS.iter().map(|s| s.to_string()));
-        self.gcc(&args.iter().map(String::as_str).collect::<Vec<_>>());
-        self.path("stats")
+        self.static_program("stats.c", "stats", &["-O2"])
     }
 
     /// The shared runtime, copied next to the programs.
