@@ -63,7 +63,40 @@ pub fn symbolize(
     for (index, (frame, placed)) in frames.iter().zip(&placed).enumerate().skip(first) {
         emit(frame, placed, index == first, &mut symbolized);
     }
+    merge_outlined_copies(&mut symbolized);
     symbolized
+}
+
+/// The suffix of the function sampler-cc outlines a function `F`'s
+/// instrumented (SLOW) copy into: `F__cbi_slow` (`-fsample-outlined-functions`).
+const OUTLINED_SUFFIX: &str = "__cbi_slow";
+
+/// Reads the frames of sampler-cc's outlined SLOW copy of a function `F`
+/// as `F`'s: `F__cbi_slow` (or its clone `F__cbi_slow.constprop.0`) is
+/// named `F`, and the frame of `F` right after it, which called it on the
+/// same call of `F` (outlined functions are never recursive), is left out.
+/// A crash is then the same frames, and the same signature, whether or not
+/// its call of `F` was sampled.
+fn merge_outlined_copies(frames: &mut Vec<SymbolizedFrame>) {
+    let mut index = 0;
+    while index < frames.len() {
+        let outlined = frames[index].function.as_deref().and_then(|name| {
+            let at = name.find(OUTLINED_SUFFIX)?;
+            let rest = &name[at + OUTLINED_SUFFIX.len()..];
+            (at > 0 && (rest.is_empty() || rest.starts_with('.')))
+                .then(|| (name[..at].to_owned(), format!("{}{rest}", &name[..at])))
+        });
+        if let Some((caller, renamed)) = outlined {
+            frames[index].function = Some(renamed);
+            let next = index + 1;
+            if !frames[index].inlined
+                && frames.get(next).and_then(|f| f.function.as_deref()) == Some(caller.as_str())
+            {
+                frames.remove(next);
+            }
+        }
+        index += 1;
+    }
 }
 
 /// Where a frame's address lies.
@@ -501,6 +534,58 @@ mod tests {
                 placed(0x401136, "prog", Some(0x401135)),
                 last,
             ]
+        );
+    }
+
+    #[test]
+    fn an_outlined_slow_copy_is_its_functions_frame() {
+        let named = |function: &str, inlined| SymbolizedFrame {
+            address: 1,
+            module: "/tmp/exp/prog".to_owned(),
+            build_id: None,
+            module_offset: Some(1),
+            function: Some(function.to_owned()),
+            file: Some("prog.c".to_owned()),
+            line: Some(3),
+            inlined,
+        };
+        let names = |frames: &[SymbolizedFrame]| -> Vec<(String, bool)> {
+            frames
+                .iter()
+                .map(|f| (f.function.clone().unwrap(), f.inlined))
+                .collect()
+        };
+        let expected = |list: &[(&str, bool)]| -> Vec<(String, bool)> {
+            list.iter().map(|&(n, i)| (n.to_owned(), i)).collect()
+        };
+        // Called from `store`, which was inlined into `main`.
+        let mut frames = vec![
+            named("strlen_like", true),
+            named("store__cbi_slow", false),
+            named("store", true),
+            named("main", false),
+        ];
+        merge_outlined_copies(&mut frames);
+        assert_eq!(
+            names(&frames),
+            expected(&[("strlen_like", true), ("store", false), ("main", false)])
+        );
+        // A tail call: no frame of `store`; a clone's name keeps its suffix.
+        let mut frames = vec![
+            named("store__cbi_slow.constprop.0", false),
+            named("main", false),
+        ];
+        merge_outlined_copies(&mut frames);
+        assert_eq!(
+            names(&frames),
+            expected(&[("store.constprop.0", false), ("main", false)])
+        );
+        // Names that only contain the suffix stay.
+        let mut frames = vec![named("__cbi_slow", false), named("x__cbi_slowly", false)];
+        merge_outlined_copies(&mut frames);
+        assert_eq!(
+            names(&frames),
+            expected(&[("__cbi_slow", false), ("x__cbi_slowly", false)])
         );
     }
 
