@@ -191,7 +191,7 @@ fn instrument_file(
         eprintln!(
             "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs{}, {} loops{}, \
              {} expressions, {} sites), {} declaration runs, {} leaf functions, \
-             {fell_back} fell back{}; \
+             {} outlined functions, {fell_back} fell back{}; \
              front end {:.3} s, instrumentation {:.3} s",
             main_file(&text).unwrap_or_else(|| input.display().to_string()),
             unit.functions.len(),
@@ -210,6 +210,7 @@ fn instrument_file(
             regions.cloned_sites,
             regions.declarations,
             regions.leaf_functions,
+            regions.outlined_functions,
             if reasons.is_empty() {
                 String::new()
             } else {

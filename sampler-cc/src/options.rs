@@ -63,6 +63,10 @@ pub struct Options {
     /// inside is one region, its inner loops' events its own
     /// (`-fsample-nested-loops`, default).
     pub sample_nested_loops: bool,
+    /// With `sample_regions`, a function whose sites all lie in one run
+    /// of its whole body keeps its SLOW copy in a function of its own
+    /// (`-fsample-outlined-functions`, default).
+    pub sample_outlined_functions: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -105,6 +109,7 @@ impl Default for Options {
             sample_unrolled_loops: true,
             sample_across_calls: true,
             sample_nested_loops: true,
+            sample_outlined_functions: true,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -334,6 +339,20 @@ pub const FLAGS: &[FlagGroup] = &[
         meaning: "with -fsample-across-calls: the iteration of a loop with loops inside is one \
                   event, the inner loops' iterations events of their own (default), or the \
                   outer loop's condition, step and runs are events each",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-outlined-functions", |o| {
+                o.sample_outlined_functions = true
+            }),
+            switch("-fno-sample-outlined-functions", |o| {
+                o.sample_outlined_functions = false
+            }),
+        ],
+        meaning: "with -fsample-regions: a function whose sites all lie in one run of its \
+                  whole body calls its SLOW copy, a function of its own (F__cbi_slow, cold and \
+                  never inlined), when its event is sampled, so that F itself is small enough \
+                  to inline (default), or holds both copies",
     },
     FlagGroup {
         flags: &[

@@ -33,6 +33,13 @@ pub struct Function {
     /// `__attribute__((no_instrument_function))` on this or an earlier
     /// declaration.
     pub no_instrument: bool,
+    /// `noreturn` (`__attribute__((noreturn))`, `_Noreturn`) on this or an
+    /// earlier declaration, as the header's text spells it.
+    pub noreturn: bool,
+    /// Returns `void` (the canonical type, so also through a typedef).
+    pub returns_void: bool,
+    /// Takes a variable argument list (`...`).
+    pub variadic: bool,
     /// Root of the body: always a [`NodeKind::Compound`], node 0.
     pub body: NodeId,
     pub nodes: Vec<Node>,

@@ -10,6 +10,7 @@
 mod accesses;
 mod assignments;
 mod counted;
+mod outline;
 mod regions;
 mod weighty;
 
@@ -381,6 +382,7 @@ fn instrument_here(
                     unrolled_loops: options.sample_unrolled_loops,
                     across_calls: options.sample_across_calls,
                     nested_loops: options.sample_nested_loops,
+                    outlined_functions: options.sample_regions && options.sample_outlined_functions,
                 },
                 &mut found.insertions,
                 &mut next_region,

@@ -125,6 +125,7 @@ use crate::frontend::{Call, Function, Jump, Label, NodeId, NodeKind, Variable};
 use crate::preprocessed::{LineMap, skip_trivia};
 
 use super::counted::CountedLoop;
+use super::outline::{Outline, SLOW_SUFFIX, outline};
 use super::weighty::RETURNS_TWICE;
 use super::{Insertion, rewrite_checks};
 
@@ -173,6 +174,9 @@ pub struct RegionStats {
     /// Loops among `loops` with loops inside, whose regions each copy of
     /// the iteration holds (`-fsample-nested-loops`).
     pub nested_loops: usize,
+    /// Functions whose lone run's SLOW copy is a function of its own
+    /// (`-fsample-outlined-functions`).
+    pub outlined_functions: usize,
     /// Sites inside cloned regions.
     pub cloned_sites: usize,
     /// Candidate regions left with per-site checks, by reason.
@@ -191,6 +195,7 @@ impl RegionStats {
         self.expressions += other.expressions;
         self.declarations += other.declarations;
         self.leaf_functions += other.leaf_functions;
+        self.outlined_functions += other.outlined_functions;
         self.cloned_sites += other.cloned_sites;
         for (reason, n) in &other.fell_back {
             *self.fell_back.entry(reason).or_default() += n;
@@ -284,6 +289,10 @@ pub(super) struct Forms {
     /// `-fsample-nested-loops` (with `across_calls`): a loop's iteration
     /// may hold loops, whose regions each copy of it holds.
     pub nested_loops: bool,
+    /// `-fsample-outlined-functions` (with `per_region`): a lone run of a
+    /// function's whole body keeps its SLOW copy in a function of its own
+    /// (outline.rs).
+    pub outlined_functions: bool,
 }
 
 /// Replaces the regions of `function` in `insertions`: the insertions
@@ -326,6 +335,18 @@ pub(super) fn clone_regions(
         region.lone = true;
     }
     let lone = planner.regions.first().is_some_and(|r| r.lone);
+    let outlined = match planner.regions.first() {
+        Some(region) if lone && forms.outlined_functions => {
+            outlinable(function, text, map, region, insertions)
+        }
+        _ => None,
+    };
+    if let Some(outline) = &outlined {
+        // SLOW names its function as `F` does.
+        for &(start, end) in &outline.function_names {
+            insertions.push(replacement(start, end, format!("\"{}\"", function.name)));
+        }
+    }
     // A leaf function keeps the countdown in one local from its entry to
     // its returns: no call in it can use the global one.
     let leaf = !lone && !planner.weighty[function.body] && body_sites >= 2;
@@ -424,8 +445,16 @@ pub(super) fn clone_regions(
             .and_then(|()| {
                 let scale = renderer.region_scale(region);
                 let counted = renderer.counted(region, scale);
-                let replacement =
-                    renderer.render(region, *next_region, &own, scale, counted.as_ref())?;
+                let replacement = match &outlined {
+                    Some(outline) if scale != 0 => {
+                        let (replacement, around) =
+                            renderer.render_outlined(region, &own, scale, outline)?;
+                        outside.extend(around);
+                        stats.outlined_functions += 1;
+                        replacement
+                    }
+                    _ => renderer.render(region, *next_region, &own, scale, counted.as_ref())?,
+                };
                 Ok((replacement, scale, counted.is_some()))
             });
         renderer.nest.replace(None);
@@ -462,6 +491,31 @@ pub(super) fn clone_regions(
         stats.leaf_functions += 1;
     }
     *insertions = outside;
+}
+
+/// The outline of `function`'s SLOW copy (outline.rs) when `region`, its
+/// lone run, is its whole body and no site's code begins or ends where a
+/// `__func__` it replaces does (`insertions`: the function's).
+fn outlinable(
+    function: &Function,
+    text: &[u8],
+    map: &LineMap,
+    region: &Region,
+    insertions: &[Insertion],
+) -> Option<Outline> {
+    let body = function.node(function.body);
+    let first = function.node(*body.children.first()?);
+    // The run holds the last statement's `;`, the body's `}` follows.
+    if first.start != region.start || text.get(skip_trivia(text, region.end)) != Some(&b'}') {
+        return None;
+    }
+    let outline = outline(function, text, map).ok()?;
+    let touches = |&(start, end): &(usize, usize)| {
+        insertions
+            .iter()
+            .any(|i| i.start == start || i.end == end || i.start == end || i.end == start)
+    };
+    (!outline.function_names.iter().any(touches)).then_some(outline)
 }
 
 /// Makes the sites outside regions (`regions`: the extents replaced by
@@ -610,6 +664,16 @@ fn global_region_test(scale: u32) -> String {
         0 => "0".to_owned(),
         1 => "__builtin_expect(--cbi_countdown >= 0, 1) || !cbi_sample()".to_owned(),
         s => format!("__builtin_expect((cbi_countdown -= {s}) >= 0, 1) || !cbi_sample()"),
+    }
+}
+
+/// Whether one execution of a region of `scale` (at least 1), taken from
+/// the global countdown, is sampled: the negation of
+/// [`global_region_test`], for an outlined SLOW copy's call.
+fn global_region_sampled(scale: u32) -> String {
+    match scale {
+        1 => "__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample()".to_owned(),
+        s => format!("__builtin_expect((cbi_countdown -= {s}) < 0, 0) && cbi_sample()"),
     }
 }
 
@@ -2073,6 +2137,86 @@ impl Renderer<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// A lone run (`region`, of `scale`, with insertions `own`) of a
+    /// function's whole body with its SLOW copy in a function of its own
+    /// (outline.rs): the run's replacement in `F` (the call when its event
+    /// is sampled, then FAST), and the insertions around it:
+    /// `F__cbi_slow`'s definition before `F`, and `F`'s parameter list and
+    /// closing brace as system-header text. The warnings on parameters,
+    /// and those placed at the closing brace (unused variables of the
+    /// body's block, `-Wreturn-type`), then come once, from `F__cbi_slow`,
+    /// whose parameter list and brace are the user's.
+    fn render_outlined(
+        &self,
+        region: &Region,
+        own: &[Insertion],
+        scale: u32,
+        outline: &Outline,
+    ) -> Result<(String, [Insertion; 3]), &'static str> {
+        let function = self.function;
+        let slow_name = format!("{}{SLOW_SUFFIX}", function.name);
+        let arguments = outline.arguments.join(", ");
+        let call = if function.returns_void {
+            format!("{{ {slow_name}({arguments}); return; }}")
+        } else {
+            format!("return {slow_name}({arguments});")
+        };
+        // A lone run takes its event from the global countdown: no local.
+        let local = "cbi_countdown";
+        let (start, end) = (region.start, region.end);
+        let mut body = format!("{{ if ({}) {call} {{", global_region_sampled(scale));
+        self.piece(
+            &mut body,
+            region,
+            local,
+            None,
+            start,
+            end,
+            Version::Fast,
+            own,
+        )?;
+        body.push_str(" } }");
+
+        let (open, close) = outline.parameters;
+        let brace = outline.closing_brace;
+        let marker = self
+            .map
+            .marker_for(function.start, true)
+            .ok_or("no line marker")?;
+        let mut slow = format!(
+            "\n{marker}static __attribute__((__noinline__, __cold__)) {} {slow_name}",
+            outline.specifiers
+        );
+        self.emit(&mut slow, open, close, false, Vec::new())?;
+        slow.push_str(" {");
+        self.piece(
+            &mut slow,
+            region,
+            local,
+            None,
+            start,
+            end,
+            Version::Slow,
+            own,
+        )?;
+        self.emit(&mut slow, brace, brace + 1, false, Vec::new())?;
+        slow.push('\n');
+
+        let as_system = |(start, end)| -> Result<Insertion, &'static str> {
+            let mut text = String::new();
+            self.emit(&mut text, start, end, true, Vec::new())?;
+            Ok(replacement(start, end, text))
+        };
+        Ok((
+            body,
+            [
+                Insertion::point(function.start, slow),
+                as_system((open, close))?,
+                as_system((brace, brace + 1))?,
+            ],
+        ))
     }
 
     /// FAST, `between`, then SLOW of `extent`; SLOW alone without

@@ -411,9 +411,9 @@ fn stats_and_the_static_runtime() {
         stats,
         [
             "sampler-cc: hello.c: 1 functions, sites: function-entries 1, returns 0; \
-             regions: 0 cloned (0 runs, 0 loops, 0 expressions, 0 sites), 0 declaration runs, 0 leaf functions, 0 fell back",
+             regions: 0 cloned (0 runs, 0 loops, 0 expressions, 0 sites), 0 declaration runs, 0 leaf functions, 0 outlined functions, 0 fell back",
             "sampler-cc: main.c: 1 functions, sites: function-entries 1, returns 2; \
-             regions: 1 cloned (1 runs of which 1 across calls, 0 loops, 0 expressions, 2 sites), 0 declaration runs, 0 leaf functions, 0 fell back",
+             regions: 1 cloned (1 runs of which 1 across calls, 0 loops, 0 expressions, 2 sites), 0 declaration runs, 0 leaf functions, 0 outlined functions, 0 fell back",
         ]
     );
     let dynamic = lab

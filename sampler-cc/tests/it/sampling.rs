@@ -284,19 +284,22 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     let fell_back = "1 case label of an outer switch, 1 computed goto, 1 setjmp, 1 static local";
     let per_site = format!(
         "25 cloned (14 runs, 9 loops, 2 expressions, 221 sites), 9 declaration runs, \
-         8 leaf functions, 5 fell back (1 backward goto, {fell_back})"
+         8 leaf functions, 0 outlined functions, 5 fell back (1 backward goto, {fell_back})"
     );
     // Per region, a function whose sites all lie in one run (two of
     // TRICKY's, six with whole loops) takes its one event per call from the
-    // global countdown: it keeps no local from entry to return.
+    // global countdown: it keeps no local from entry to return. Each of
+    // them is its whole body, whose SLOW copy is outlined.
     let within_calls = format!(
         "24 cloned (13 runs, 9 loops of which 5 counted and 3 unrolled, 2 expressions, \
-         227 sites), 8 declaration runs, 6 leaf functions, 4 fell back ({fell_back})"
+         227 sites), 8 declaration runs, 6 leaf functions, 2 outlined functions, 4 fell back \
+         ({fell_back})"
     );
     // Runs may hold calls to functions with sites.
     let flat = format!(
         "26 cloned (15 runs of which 3 across calls, 9 loops of which 5 counted and 3 unrolled, \
-         2 expressions, 263 sites), 7 declaration runs, 6 leaf functions, 4 fell back \
+         2 expressions, 263 sites), 7 declaration runs, 6 leaf functions, 2 outlined functions, \
+         4 fell back \
          ({fell_back})"
     );
     // And the iteration of `main`'s loop, with loops inside, is one
@@ -305,7 +308,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
         format!(
             "24 cloned (13 runs of which 1 across calls, 10 loops of which {loops}1 across calls \
              and 1 nested, 1 expressions, 264 sites), 7 declaration runs, 6 leaf functions, \
-             4 fell back ({fell_back})"
+             2 outlined functions, 4 fell back ({fell_back})"
         )
     };
     // `vla`'s two loops, `loops`' last and `main`'s two without calls;
@@ -318,7 +321,8 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     // inside is innermost.
     let whole_loops = "14 cloned (13 runs of which 1 across calls, 1 loops of which 1 across calls, \
                        0 expressions, 334 sites), 3 declaration runs, \
-                       2 leaf functions, 3 fell back (1 computed goto, 1 setjmp, 1 static local)";
+                       2 leaf functions, 6 outlined functions, \
+                       3 fell back (1 computed goto, 1 setjmp, 1 static local)";
     for (form, stats) in [
         ("-fsample-sites", per_site.as_str()),
         ("-fsample-regions", counted.as_str()),
@@ -1430,7 +1434,7 @@ fn nested_loop_iterations_are_one_event_and_their_inner_loops_their_own() {
     assert!(
         stats.contains(
             "(1 runs of which 1 across calls, 7 loops of which 4 counted, 1 across calls and \
-             2 nested, 0 expressions, 26 sites), 0 declaration runs, 2 leaf functions, \
+             2 nested, 0 expressions, 26 sites), 0 declaration runs, 2 leaf functions, 0 outlined functions, \
              1 fell back (1 static local)"
         ),
         "{stats}"

@@ -1,0 +1,316 @@
+//! `-fsample-outlined-functions`: the SLOW copy of a function whose sites
+//! all lie in one run of its whole body, in a function of its own.
+//!
+//! Such a function takes one event per call (a lone run, regions.rs). In
+//! place of `{ if (TEST) { FAST } else { SLOW } }` it becomes
+//!
+//! ```c
+//! static __attribute__((__noinline__, __cold__)) T F__cbi_slow(PARAMS) { SLOW }
+//! T F(PARAMS) { if (__builtin_expect(!(TEST), 0)) return F__cbi_slow(ARGS); { FAST } }
+//! ```
+//!
+//! so that `F` is about the size of the plain function again and gcc
+//! inlines it where it inlines the plain one (the sqlite3 shell: 141 M of
+//! its 1,204 M instructions were in 629 small functions that the two
+//! copies had made too big to inline). The events, draws and observations
+//! are those of the run's test: the call is the SLOW branch.
+//!
+//! Diagnostics stay gcc's: `F__cbi_slow`'s parameter list and SLOW are at
+//! the user's lines and columns, `F`'s parameter list, FAST, the call and
+//! `F__cbi_slow`'s own text are system-header text. Warnings about the
+//! parameters (`-Wunused-parameter`, `-Wshadow`, ...) then come once,
+//! from `F__cbi_slow`, whose body is the user's; `F` reads every
+//! parameter to pass it on. gcc names the function `F__cbi_slow` in the
+//! "In function" line above them, and a backtrace through the SLOW copy
+//! shows a frame `F__cbi_slow`, which the resolver reads as `F`.
+//!
+//! Left as they are: `main` (it may fall off its end), recursive
+//! functions (`F__cbi_slow` would need a prototype of `F` first, which
+//! would hide `-Wmissing-prototypes`), variadic, `noreturn` and non-static
+//! `inline` functions, K&R and unprototyped definitions, functions whose
+//! declaration specifiers hold more than keywords, type names and `*`
+//! (attributes, tag definitions) or whose declarator is not `NAME(...)`,
+//! and functions that read their own frame (`__builtin_return_address`).
+
+use crate::frontend::{Function, Storage};
+use crate::preprocessed::{LineMap, skip_trivia};
+
+/// The suffix of an outlined SLOW copy's name: `F__cbi_slow` holds `F`'s.
+pub(super) const SLOW_SUFFIX: &str = "__cbi_slow";
+
+/// The builtins whose value depends on the frame they run in.
+const FRAME_BUILTINS: [&str; 6] = [
+    "__builtin_return_address",
+    "__builtin_frame_address",
+    "__builtin_extract_return_addr",
+    "__builtin_apply_args",
+    "__builtin_va_arg_pack",
+    "__builtin_va_arg_pack_len",
+];
+
+/// The predefined identifiers that name the function they are in: the
+/// SLOW copy spells its function's name instead (every enabled `assert`
+/// reads `__PRETTY_FUNCTION__`).
+const FUNCTION_NAMES: [&str; 3] = ["__func__", "__FUNCTION__", "__PRETTY_FUNCTION__"];
+
+/// What outlining a function's SLOW copy needs from its text.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Outline {
+    /// `F__cbi_slow`'s declaration specifiers: `F`'s but its storage
+    /// class and `inline`, one line.
+    pub specifiers: String,
+    /// The parameter list, `(` to `)` included.
+    pub parameters: (usize, usize),
+    /// The call's arguments: the parameters' names, in order.
+    pub arguments: Vec<String>,
+    /// The body's closing brace.
+    pub closing_brace: usize,
+    /// The extents of `__func__` and its kin in the body, which SLOW
+    /// replaces by the function's name as a string.
+    pub function_names: Vec<(usize, usize)>,
+}
+
+/// The outline of `function`'s SLOW copy, or why it has none.
+pub(super) fn outline(
+    function: &Function,
+    text: &[u8],
+    map: &LineMap,
+) -> Result<Outline, &'static str> {
+    if function.name == "main" {
+        return Err("main");
+    }
+    if function.variadic {
+        return Err("variadic");
+    }
+    if function.noreturn {
+        return Err("noreturn");
+    }
+    let name_end = function.name_offset + function.name.len();
+    if text.get(function.name_offset..name_end) != Some(function.name.as_bytes()) {
+        return Err("name not found");
+    }
+    let specifiers = specifiers(&text[function.start..function.name_offset])?;
+    let open = skip_trivia(text, name_end);
+    if text.get(open) != Some(&b'(') {
+        return Err("declarator");
+    }
+    let close = matching_parenthesis(text, open).ok_or("declarator")?;
+    let body = function.node(function.body);
+    if skip_trivia(text, close + 1) != body.start {
+        return Err("K&R definition or attributes");
+    }
+    let closing_brace = body.end.checked_sub(1).ok_or("body")?;
+    if text.get(closing_brace) != Some(&b'}') {
+        return Err("body");
+    }
+    if !map.markers_between(open, close + 1).is_empty() {
+        return Err("line marker in the parameters");
+    }
+    let inside = &text[open + 1..close];
+    if inside.contains(&b'"') || inside.contains(&b'\'') {
+        return Err("parameters");
+    }
+    let arguments: Vec<String> = function
+        .locals
+        .iter()
+        .filter(|v| v.storage == Storage::Parameter)
+        .map(|v| v.name.clone())
+        .collect();
+    let declared = match inside.trim_ascii() {
+        b"" => return Err("unprototyped"),
+        b"void" => 0,
+        _ => top_level_commas(inside) + 1,
+    };
+    if declared != arguments.len() || arguments.iter().any(String::is_empty) {
+        return Err("unnamed parameter");
+    }
+    let mut function_names = Vec::new();
+    for (start, token_end) in identifiers(text, body.start, body.end) {
+        let token = &text[start..token_end];
+        if token == function.name.as_bytes() {
+            return Err("recursive");
+        }
+        if FRAME_BUILTINS.iter().any(|b| b.as_bytes() == token) {
+            return Err("reads its frame");
+        }
+        if FUNCTION_NAMES.iter().any(|n| n.as_bytes() == token) {
+            function_names.push((start, token_end));
+        }
+    }
+    Ok(Outline {
+        specifiers,
+        parameters: (open, close + 1),
+        arguments,
+        closing_brace,
+        function_names,
+    })
+}
+
+/// `F__cbi_slow`'s declaration specifiers from `F`'s (`text`, up to the
+/// name): keywords, type names and `*`, without `static`, `extern` and a
+/// static function's `inline`.
+fn specifiers(text: &[u8]) -> Result<String, &'static str> {
+    let mut kept = Vec::new();
+    let mut is_static = false;
+    let mut inline = false;
+    let mut at = 0;
+    loop {
+        at = skip_trivia(text, at);
+        let Some(&byte) = text.get(at) else { break };
+        if byte == b'*' {
+            kept.push("*");
+            at += 1;
+            continue;
+        }
+        if !(byte == b'_' || byte.is_ascii_alphabetic()) {
+            return Err("declaration specifiers");
+        }
+        let end = identifier_end(text, at);
+        let word = std::str::from_utf8(&text[at..end]).map_err(|_| "declaration specifiers")?;
+        match word {
+            "static" => is_static = true,
+            "extern" => {}
+            "inline" | "__inline" | "__inline__" => inline = true,
+            "_Noreturn" | "__attribute__" | "__attribute" | "__declspec" | "__asm__" | "asm"
+            | "__asm" | "_Alignas" | "typeof" | "__typeof__" | "__typeof" => {
+                return Err("declaration specifiers");
+            }
+            _ => kept.push(word),
+        }
+        at = end;
+    }
+    // A non-static inline definition may not call a static function.
+    if inline && !is_static {
+        return Err("inline");
+    }
+    Ok(kept.join(" "))
+}
+
+/// The offset of the `)` that closes the `(` at `open`.
+fn matching_parenthesis(text: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (offset, &byte) in text.iter().enumerate().skip(open) {
+        match byte {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(offset);
+                }
+            }
+            b'{' | b'}' | b';' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The commas of a parameter list's text outside its brackets.
+fn top_level_commas(text: &[u8]) -> usize {
+    let mut depth = 0i32;
+    let mut commas = 0;
+    for &byte in text {
+        match byte {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b',' if depth == 0 => commas += 1,
+            _ => {}
+        }
+    }
+    commas
+}
+
+fn identifier_end(text: &[u8], start: usize) -> usize {
+    let mut end = start;
+    while end < text.len() && (text[end] == b'_' || text[end].is_ascii_alphanumeric()) {
+        end += 1;
+    }
+    end
+}
+
+/// The identifiers (and keywords) of `text[start..end]`, outside string and
+/// character literals, with the digits of numbers skipped.
+fn identifiers(text: &[u8], start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut at = start;
+    std::iter::from_fn(move || {
+        while at < end {
+            let byte = text[at];
+            if byte == b'"' || byte == b'\'' {
+                at += 1;
+                while at < end && text[at] != byte {
+                    at += if text[at] == b'\\' { 2 } else { 1 };
+                }
+                at += 1;
+            } else if byte == b'_' || byte.is_ascii_alphabetic() {
+                let token_end = identifier_end(text, at).min(end);
+                let token = (at, token_end);
+                at = token_end;
+                return Some(token);
+            } else if byte.is_ascii_digit() {
+                // `1e10`, `0x1f`, `10u`: no identifier inside.
+                at = identifier_end(text, at);
+            } else if byte == b'#' && (at == 0 || text[at - 1] == b'\n') {
+                // A line marker's file name is no identifier.
+                while at < end && text[at] != b'\n' {
+                    at += 1;
+                }
+            } else {
+                at += 1;
+            }
+        }
+        None
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specifiers_lose_their_storage_class_and_a_static_functions_inline() {
+        assert_eq!(specifiers(b"static const char *").unwrap(), "const char *");
+        assert_eq!(
+            specifiers(b"static inline\nunsigned long ").unwrap(),
+            "unsigned long"
+        );
+        assert_eq!(
+            specifiers(b"extern struct node * ").unwrap(),
+            "struct node *"
+        );
+        assert_eq!(specifiers(b"int ").unwrap(), "int");
+        assert_eq!(specifiers(b"").unwrap(), "");
+        assert_eq!(specifiers(b"inline int "), Err("inline"));
+        assert_eq!(
+            specifiers(b"static __attribute__((unused)) int "),
+            Err("declaration specifiers")
+        );
+        assert_eq!(
+            specifiers(b"struct s { int a; } "),
+            Err("declaration specifiers")
+        );
+        assert_eq!(
+            specifiers(b"_Noreturn void "),
+            Err("declaration specifiers")
+        );
+    }
+
+    #[test]
+    fn parameter_lists_are_counted_by_their_top_level_commas() {
+        assert_eq!(top_level_commas(b"int a"), 0);
+        assert_eq!(
+            top_level_commas(b"int (*f)(int, int), char a[2][3], int n"),
+            2
+        );
+        assert_eq!(matching_parenthesis(b"f(int (*g)(int)) {", 1), Some(15));
+        assert_eq!(matching_parenthesis(b"f(int a; {", 1), None);
+    }
+
+    #[test]
+    fn identifiers_skip_literals_numbers_and_line_markers() {
+        let text = b"x = \"__func__\" + 'a' + 0x1fu;\n# 3 \"f.c\"\n__func__ y";
+        let found: Vec<&[u8]> = identifiers(text, 0, text.len())
+            .map(|(s, e)| &text[s..e])
+            .collect();
+        assert_eq!(found, [&b"x"[..], b"__func__", b"y"]);
+    }
+}
