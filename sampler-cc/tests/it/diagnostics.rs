@@ -773,3 +773,79 @@ fn block_scope_extern_declarations_do_not_make_globals_visible_later() {
          </sites>\n"
     );
 }
+
+/// Functions whose SLOW copy is outlined (`-fsample-outlined-functions`):
+/// the warnings on their parameters, on their body's variables and at
+/// their closing brace come once, at the user's lines and columns, from
+/// the copy (`F`'s parameter list and brace are system text). Only
+/// their order moves: warnings on `F`'s own declaration
+/// (`-Wmissing-prototypes`) now follow its copy's, which gcc compiles
+/// first.
+#[test]
+fn outlined_functions_keep_their_warnings() {
+    let lab = Lab::new();
+    lab.write(
+        "outlined.c",
+        "extern int g(int);\n\
+         int level;\n\
+         typedef void nothing;\n\
+         int\n\
+         pick(int level, int unused_p, int set_p)\n\
+         {\n\
+         \x20   set_p = 3;\n\
+         \x20   int never = g(1);\n\
+         \x20   if (level > 2)\n\
+         \x20       return g(level);\n\
+         }\n\
+         static int lonely(int a) { if (a) return g(a); return 0; }\n\
+         nothing act(int a) { if (a > 1) g(a); }\n\
+         const char *who(int a) { if (a) return __func__; if (a > 1) return \"x\"; return __PRETTY_FUNCTION__; }\n",
+    );
+    let expected = [
+        "outlined.c:5:10: warning: declaration of ‘level’ shadows a global declaration [-Wshadow]",
+        "outlined.c:8:9: warning: unused variable ‘never’ [-Wunused-variable]",
+        "outlined.c:5:35: warning: parameter ‘set_p’ set but not used [-Wunused-but-set-parameter]",
+        "outlined.c:5:21: warning: unused parameter ‘unused_p’ [-Wunused-parameter]",
+        "outlined.c:11:1: warning: control reaches end of non-void function [-Wreturn-type]",
+        "outlined.c:12:12: warning: ‘lonely’ defined but not used [-Wunused-function]",
+    ];
+    for optimise in ["-O0", "-O2"] {
+        same_warnings(&lab, "outlined.c", &[optimise, "-Wshadow"], &expected);
+    }
+    // The four functions are outlined.
+    let built = lab.cc(&[
+        "-fsampler-strict",
+        "-fsampler-scheme=branches",
+        "-fsampler-scheme=returns",
+        "-fsampler-stats",
+        "-c",
+        "outlined.c",
+        "-o",
+        "stats.o",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&built.stderr).contains(", 4 outlined functions, "),
+        "{built:?}"
+    );
+    // The same warnings with -Wmissing-prototypes, `pick`'s after its
+    // copy's.
+    let args = [
+        "-Wall",
+        "-Wextra",
+        "-Wmissing-prototypes",
+        "-c",
+        "outlined.c",
+        "-o",
+        "p.o",
+    ];
+    let sorted = |stderr: &[u8]| {
+        let mut lines = diagnostics(stderr);
+        lines.sort();
+        lines
+    };
+    let plain = sorted(&lab.gcc(&args).stderr);
+    assert_eq!(plain.len(), 8, "{plain:?}");
+    let mut ours_args = EVERY_SCHEME.to_vec();
+    ours_args.extend_from_slice(&args);
+    assert_eq!(sorted(&lab.cc(&ours_args).stderr), plain);
+}

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::os::unix::process::ExitStatusExt;
 
 use super::*;
 
@@ -1902,5 +1903,142 @@ fn the_global_countdown_is_decremented_in_memory() {
                 assert!(body[i + 1].starts_with("js\t"), "{pic}: {body:#?}");
             }
         }
+    }
+}
+
+/// Functions whose sites all lie in one run of their whole body: `store`
+/// (two branches), called from a loop, which a null `slot` crashes, and
+/// `where`, which names itself.
+const OUTLINED: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+
+static int total;
+const char *where(int v);
+
+void store(int *slot, int value)
+{
+    if (value > 2)
+        *slot = value;
+    else if (value > 0)
+        total += value;
+}
+
+int main(int argc, char **argv)
+{
+    int cells[4] = {0};
+    int n = argc > 1 ? atoi(argv[1]) : 3;
+    for (int i = 0; i < n; i++)
+        store(i < 3 ? &cells[i] : NULL, i);
+    printf("%d %d %s %s\n", total, cells[2], where(2), where(1));
+    return 0;
+}
+
+const char *where(int v)
+{
+    if (v > 1)
+        return __func__;
+    if (v > 0)
+        return __PRETTY_FUNCTION__;
+    return "nowhere";
+}
+"#;
+
+/// `-fsample-outlined-functions`: `store`'s SLOW copy is the function
+/// `store__cbi_slow` (not with `-fno-sample-outlined-functions`); every
+/// call observes at sparsity 1, exactly as `-fno-sample` counts; the copy
+/// of `where` names `where` (`__func__`, `__PRETTY_FUNCTION__`); and a
+/// crash in the SLOW copy resolves to the same frames as a crash in FAST
+/// (`store`, then `main`).
+#[test]
+fn a_function_that_is_one_run_keeps_its_slow_copy_out_of_line() {
+    let lab = Lab::new();
+    lab.write("outlined.c", OUTLINED);
+    let build = |output: &str, form: &str| {
+        lab.cc(&[
+            "-fsampler-strict",
+            "-fsampler-scheme=branches",
+            "-O2",
+            "-g",
+            form,
+            "outlined.c",
+            "-o",
+            output,
+        ]);
+    };
+    build("outlined", "-fsample-outlined-functions");
+    build("inline", "-fno-sample-outlined-functions");
+    build("exact", "-fno-sample");
+    let slow_copies = |program: &str| -> Vec<String> {
+        let output = lab.command("nm").arg(lab.path(program)).output().unwrap();
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|line| line.split(' ').nth(2))
+            .filter(|name| name.contains("__cbi_slow"))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        slow_copies("outlined"),
+        ["store__cbi_slow", "where__cbi_slow"]
+    );
+    assert!(slow_copies("inline").is_empty());
+
+    let sparsity_1 = [("SAMPLER_SPARSITY", "1")];
+    assert_eq!(
+        lab.run("outlined", &[], "outlined.report", &sparsity_1),
+        "3 0 where where\n"
+    );
+    assert_eq!(lab.run("exact", &[], "exact.report", &[]), "3 0 where where\n");
+    let observed = counters(&lab.resolve("outlined.report", &["outlined"]));
+    let exact = counters(&lab.resolve("exact.report", &["exact"]));
+    assert_eq!(observed, exact);
+    // `value > 2` false three times, `value > 0` false once and true twice.
+    let store = |line: u32, predicate: &str| {
+        exact[&format!(
+            "branches\tLAB/outlined.c\t{line}\tstore\t{}\t{predicate}\t#1",
+            line - 8
+        )]
+            .clone()
+    };
+    assert_eq!(store(9, "value > 2"), [3, 0]);
+    assert_eq!(store(11, "value > 0"), [1, 2]);
+
+    // Sampled (sparsity 1) the crash is in `store__cbi_slow`; never
+    // sampled, in `store`'s FAST copy, which gcc may inline into `main`.
+    for sparsity in ["1", "1000000000"] {
+        let report = lab.path(format!("crash-{sparsity}.report").as_str());
+        let output = lab
+            .command(lab.path("outlined"))
+            .arg("4")
+            .env("SAMPLER_FILE", &report)
+            .env("SAMPLER_SPARSITY", sparsity)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.signal(), Some(11), "{output:?}");
+        let resolved = lab
+            .tool("resolve-backtrace")
+            .arg(lab.path("outlined"))
+            .stdin(std::fs::File::open(&report).unwrap())
+            .output()
+            .unwrap();
+        assert!(resolved.status.success(), "{resolved:?}");
+        let frames: Vec<String> = String::from_utf8(resolved.stdout)
+            .unwrap()
+            .lines()
+            .skip(1)
+            .take(2)
+            .map(|line| {
+                let fields: Vec<&str> = line.split('\t').collect();
+                let function = fields[2].trim_start_matches("(inlined) ");
+                let file = fields[3].rsplit('/').next().unwrap();
+                format!("{function} {file}:{}", fields[4])
+            })
+            .collect();
+        assert_eq!(
+            frames,
+            ["store outlined.c:10", "main outlined.c:20"],
+            "sparsity {sparsity}"
+        );
     }
 }
