@@ -107,6 +107,11 @@
 //! loop region the same way, unsplit and never counted. Expression and
 //! declaration regions still exclude weighty calls.
 //!
+//! With `-fsample-outlined-functions` too (the default), a lone run that
+//! is its function's whole body keeps its SLOW copy in a function of its
+//! own, `F__cbi_slow`, which `F` calls when its event is sampled
+//! (outline.rs, [`Renderer::render_outlined`]).
+//!
 //! With `-fsample-nested-loops` too (the default), the iteration of a loop
 //! with loops inside (in its body, without named labels) is a loop region
 //! the same way (the global countdown, or the function's local in a leaf
