@@ -152,7 +152,7 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
         gnu89: gnu89_inline(flags),
     };
     let mut no_instrument: HashSet<String> = HashSet::new();
-    let mut noreturn: HashSet<String> = HashSet::new();
+    let mut attributed: HashSet<String> = HashSet::new();
     let mut global_keys: HashSet<usize> = HashSet::new();
     // Globals with external linkage some declaration of which defines them
     // here: `int g;`, `int g = 1;`, `extern int g = 1;`, not `extern int g;`.
@@ -197,10 +197,13 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
         if contains(header, b"no_instrument_function") {
             no_instrument.insert(name.clone());
         }
-        // `noreturn`, `__noreturn__`, `_Noreturn`: a false positive only
-        // costs the function its outlined SLOW copy.
-        if contains(header, b"noreturn") || contains(header, b"Noreturn") {
-            noreturn.insert(name.clone());
+        // A false positive (the word in a parameter's name) only costs
+        // the function its outlined SLOW copy.
+        if [&b"__attribute"[..], b"_Noreturn", b"[[", b"__declspec"]
+            .iter()
+            .any(|word| contains(header, word))
+        {
+            attributed.insert(name.clone());
         }
         let Some(body) = body else { continue };
         let name_offset = entity
@@ -220,7 +223,7 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
         let (nodes, body_id) = builder.function_body(body, &mut locals, &mut static_asserts);
         unit.functions.push(Function {
             no_instrument: no_instrument.contains(&name),
-            noreturn: noreturn.contains(&name),
+            attributed: attributed.contains(&name),
             returns_void: entity
                 .get_result_type()
                 .is_some_and(|ty| ty.get_canonical_type().get_kind() == TypeKind::Void),

@@ -33,9 +33,12 @@ pub struct Function {
     /// `__attribute__((no_instrument_function))` on this or an earlier
     /// declaration.
     pub no_instrument: bool,
-    /// `noreturn` (`__attribute__((noreturn))`, `_Noreturn`) on this or an
-    /// earlier declaration, as the header's text spells it.
-    pub noreturn: bool,
+    /// Some declaration of it in the unit carries attributes
+    /// (`__attribute__`, `_Noreturn`, `[[...]]`, `__declspec`), as the
+    /// declarations' text spells them: `noreturn`, `target`, `section`
+    /// and the like, which a copy of its body under another name would
+    /// not have.
+    pub attributed: bool,
     /// Returns `void` (the canonical type, so also through a typedef).
     pub returns_void: bool,
     /// Takes a variable argument list (`...`).

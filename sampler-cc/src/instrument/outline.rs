@@ -26,8 +26,10 @@
 //!
 //! Left as they are: `main` (it may fall off its end), recursive
 //! functions (`F__cbi_slow` would need a prototype of `F` first, which
-//! would hide `-Wmissing-prototypes`), variadic, `noreturn` and non-static
-//! `inline` functions, K&R and unprototyped definitions, functions whose
+//! would hide `-Wmissing-prototypes`), variadic and non-static `inline`
+//! functions, functions with attributes on any declaration (`noreturn`,
+//! `target`, `section`: the copy would not have them), K&R and
+//! unprototyped definitions, functions whose
 //! declaration specifiers hold more than keywords, type names and `*`
 //! (attributes, tag definitions) or whose declarator is not `NAME(...)`,
 //! and functions that read their own frame (`__builtin_return_address`).
@@ -82,8 +84,8 @@ pub(super) fn outline(
     if function.variadic {
         return Err("variadic");
     }
-    if function.noreturn {
-        return Err("noreturn");
+    if function.attributed {
+        return Err("attributes");
     }
     let name_end = function.name_offset + function.name.len();
     if text.get(function.name_offset..name_end) != Some(function.name.as_bytes()) {

@@ -799,7 +799,10 @@ fn outlined_functions_keep_their_warnings() {
          }\n\
          static int lonely(int a) { if (a) return g(a); return 0; }\n\
          nothing act(int a) { if (a > 1) g(a); }\n\
-         const char *who(int a) { if (a) return __func__; if (a > 1) return \"x\"; return __PRETTY_FUNCTION__; }\n",
+         const char *who(int a) { if (a) return __func__; if (a > 1) return \"x\"; return __PRETTY_FUNCTION__; }\n\
+         extern void quit(int) __attribute__((__noreturn__));\n\
+         void die(int c) __attribute__((__noreturn__));\n\
+         void die(int c) { if (c > 1) g(c); if (c) g(0); quit(c); }\n",
     );
     let expected = [
         "outlined.c:5:10: warning: declaration of ‘level’ shadows a global declaration [-Wshadow]",
@@ -812,7 +815,7 @@ fn outlined_functions_keep_their_warnings() {
     for optimise in ["-O0", "-O2"] {
         same_warnings(&lab, "outlined.c", &[optimise, "-Wshadow"], &expected);
     }
-    // The four functions are outlined.
+    // Four functions are outlined; `die`, declared `noreturn`, is not.
     let built = lab.cc(&[
         "-fsampler-strict",
         "-fsampler-scheme=branches",

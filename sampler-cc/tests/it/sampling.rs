@@ -1989,7 +1989,10 @@ fn a_function_that_is_one_run_keeps_its_slow_copy_out_of_line() {
         lab.run("outlined", &[], "outlined.report", &sparsity_1),
         "3 0 where where\n"
     );
-    assert_eq!(lab.run("exact", &[], "exact.report", &[]), "3 0 where where\n");
+    assert_eq!(
+        lab.run("exact", &[], "exact.report", &[]),
+        "3 0 where where\n"
+    );
     let observed = counters(&lab.resolve("outlined.report", &["outlined"]));
     let exact = counters(&lab.resolve("exact.report", &["exact"]));
     assert_eq!(observed, exact);
