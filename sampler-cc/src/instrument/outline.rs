@@ -5,21 +5,30 @@
 //! place of `{ if (TEST) { FAST } else { SLOW } }` it becomes
 //!
 //! ```c
-//! static __attribute__((__noinline__, __cold__)) T F__cbi_slow(PARAMS) { SLOW }
-//! T F(PARAMS) { if (__builtin_expect(!(TEST), 0)) return F__cbi_slow(ARGS); { FAST } }
+//! static __attribute__((__noinline__, __cold__)) T F__cbi_slow(PARAMS)
+//! { if (__builtin_expect(!cbi_sample(), 0)) { FAST } else { SLOW } }
+//! T F(PARAMS) { if (__builtin_expect(--cbi_countdown < 0, 0)) return F__cbi_slow(ARGS); { FAST } }
 //! ```
 //!
 //! so that `F` is about the size of the plain function again and gcc
 //! inlines it where it inlines the plain one (the sqlite3 shell: 141 M of
 //! its 1,204 M instructions were in 629 small functions that the two
 //! copies had made too big to inline). The events, draws and observations
-//! are those of the run's test: the call is the SLOW branch.
+//! are those of the run's test, `--cbi_countdown >= 0 || !cbi_sample()`.
+//! The draw is in the copy so that `F` stays within gcc's limit on
+//! inlining functions not declared `inline` (`max-inline-insns-auto`,
+//! which `out2Prerelease` in `sqlite3VdbeExec` exceeded with the call to
+//! `cbi_sample()` and its test in `F`: the shell 1,136.3 M instructions
+//! that way, 1,121.6 M this way).
 //!
-//! Diagnostics stay gcc's: `F__cbi_slow`'s parameter list and SLOW are at
-//! the user's lines and columns, `F`'s parameter list, FAST, the call and
+//! Diagnostics stay gcc's: `F__cbi_slow`'s parameter list, SLOW and
+//! closing brace are at the user's lines and columns; `F`'s parameter
+//! list and closing brace, both FAST copies, the call and
 //! `F__cbi_slow`'s own text are system-header text. Warnings about the
-//! parameters (`-Wunused-parameter`, `-Wshadow`, ...) then come once,
-//! from `F__cbi_slow`, whose body is the user's; `F` reads every
+//! parameters (`-Wunused-parameter`, `-Wshadow`, ...), the body's
+//! variables (`-Wunused-variable`, decided at the block's closing brace)
+//! and at the closing brace (`-Wreturn-type`) then come once, from
+//! `F__cbi_slow`, whose body is the user's; `F` reads every
 //! parameter to pass it on. gcc names the function `F__cbi_slow` in the
 //! "In function" line above them, and a backtrace through the SLOW copy
 //! shows a frame `F__cbi_slow`, which the resolver reads as `F`.
@@ -171,7 +180,8 @@ fn specifiers(text: &[u8]) -> Result<String, &'static str> {
         let word = std::str::from_utf8(&text[at..end]).map_err(|_| "declaration specifiers")?;
         match word {
             "static" => is_static = true,
-            "extern" => {}
+            // `__extension__` only starts a declaration.
+            "extern" | "__extension__" => {}
             "inline" | "__inline" | "__inline__" => inline = true,
             "_Noreturn" | "__attribute__" | "__attribute" | "__declspec" | "__asm__" | "asm"
             | "__asm" | "_Alignas" | "typeof" | "__typeof__" | "__typeof" => {
@@ -184,6 +194,10 @@ fn specifiers(text: &[u8]) -> Result<String, &'static str> {
     // A non-static inline definition may not call a static function.
     if inline && !is_static {
         return Err("inline");
+    }
+    // An implicit `int` (K&R style) is an error in later standards.
+    if kept.is_empty() {
+        return Err("no type specifier");
     }
     Ok(kept.join(" "))
 }
@@ -280,7 +294,11 @@ mod tests {
             "struct node *"
         );
         assert_eq!(specifiers(b"int ").unwrap(), "int");
-        assert_eq!(specifiers(b"").unwrap(), "");
+        assert_eq!(
+            specifiers(b"static __extension__ long long ").unwrap(),
+            "long long"
+        );
+        assert_eq!(specifiers(b"static "), Err("no type specifier"));
         assert_eq!(specifiers(b"inline int "), Err("inline"));
         assert_eq!(
             specifiers(b"static __attribute__((unused)) int "),

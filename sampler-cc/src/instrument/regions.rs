@@ -672,13 +672,13 @@ fn global_region_test(scale: u32) -> String {
     }
 }
 
-/// Whether one execution of a region of `scale` (at least 1), taken from
-/// the global countdown, is sampled: the negation of
-/// [`global_region_test`], for an outlined SLOW copy's call.
-fn global_region_sampled(scale: u32) -> String {
+/// Whether one execution of a region of `scale` (at least 1) takes the
+/// global countdown below zero: the runtime then draws whether it is
+/// sampled (an outlined SLOW copy's call, which draws itself).
+fn global_region_ran_out(scale: u32) -> String {
     match scale {
-        1 => "__builtin_expect(--cbi_countdown < 0, 0) && cbi_sample()".to_owned(),
-        s => format!("__builtin_expect((cbi_countdown -= {s}) < 0, 0) && cbi_sample()"),
+        1 => "__builtin_expect(--cbi_countdown < 0, 0)".to_owned(),
+        s => format!("__builtin_expect((cbi_countdown -= {s}) < 0, 0)"),
     }
 }
 
@@ -2171,7 +2171,7 @@ impl Renderer<'_> {
         // A lone run takes its event from the global countdown: no local.
         let local = "cbi_countdown";
         let (start, end) = (region.start, region.end);
-        let mut body = format!("{{ if ({}) {call} {{", global_region_sampled(scale));
+        let mut body = format!("{{ if ({}) {call} {{", global_region_ran_out(scale));
         self.piece(
             &mut body,
             region,
@@ -2195,7 +2195,20 @@ impl Renderer<'_> {
             outline.specifiers
         );
         self.emit(&mut slow, open, close, false, Vec::new())?;
-        slow.push_str(" {");
+        // The draw is the copy's: `F` keeps only the decrement and the
+        // call, small enough for gcc's inlining limits.
+        slow.push_str(" { if (__builtin_expect(!cbi_sample(), 0)) {");
+        self.piece(
+            &mut slow,
+            region,
+            local,
+            None,
+            start,
+            end,
+            Version::Fast,
+            own,
+        )?;
+        slow.push_str(" } else {");
         self.piece(
             &mut slow,
             region,
@@ -2206,6 +2219,7 @@ impl Renderer<'_> {
             Version::Slow,
             own,
         )?;
+        slow.push_str(" }");
         self.emit(&mut slow, brace, brace + 1, false, Vec::new())?;
         slow.push('\n');
 
