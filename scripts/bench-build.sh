@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build-time benchmark: compile the sqlite3 amalgamation (one 9 MB, 258k-line
-# C file) with plain gcc and with our compiler, and compare. Target for
-# sampler-cc: at most 1.5x plain `gcc -O2`.
+# C file) with plain gcc and with our compiler, and compare. Targets for
+# sampler-cc (issue 16): at most 2x plain `gcc -O2` with the default
+# schemes, at most 3x when the flags add scalar-pairs.
 #
 # Usage:
 #   scripts/bench-build.sh [--cc PATH] [--runs N] [--extra "FLAGS"]
@@ -32,7 +33,6 @@ cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
 crate_version=0.30.1
 crate_sha256=2e99fb7a497b1e3339bc746195567ed8d3e24945ecd636e3619d20b9de9e9149
 crate_url=https://static.crates.io/crates/libsqlite3-sys/libsqlite3-sys-$crate_version.crate
-max_ratio=1.5
 
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
 die() { echo "bench-build.sh: $*" >&2; exit 2; }
@@ -53,6 +53,8 @@ done
 command -v "$cc" >/dev/null || die "compiler not found: $cc (try --cc gcc)"
 command -v gcc >/dev/null || die "gcc not found"
 read -r -a extra_flags <<<"$extra"
+max_ratio=2
+[[ " $extra " == *scalar-pairs* ]] && max_ratio=3
 
 # --- the amalgamation -------------------------------------------------------
 crate=$cache/libsqlite3-sys-$crate_version.crate
