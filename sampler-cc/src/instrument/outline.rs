@@ -244,14 +244,26 @@ fn identifier_end(text: &[u8], start: usize) -> usize {
     end
 }
 
-/// The identifiers (and keywords) of `text[start..end]`, outside string and
-/// character literals, with the digits of numbers skipped.
+/// The identifiers (and keywords) of `text[start..end]`, outside comments
+/// (the `.i` keeps them: `-C`) and string and character literals, with
+/// the digits of numbers skipped. A comment's apostrophe must not start a
+/// literal that would hide a recursive call.
 fn identifiers(text: &[u8], start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut at = start;
     std::iter::from_fn(move || {
         while at < end {
             let byte = text[at];
-            if byte == b'"' || byte == b'\'' {
+            let next = text.get(at + 1).copied();
+            if byte == b'/' && next == Some(b'*') {
+                at = text[at + 2..end]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map_or(end, |found| at + 2 + found + 2);
+            } else if byte == b'/' && next == Some(b'/') {
+                while at < end && text[at] != b'\n' {
+                    at += 1;
+                }
+            } else if byte == b'"' || byte == b'\'' {
                 at += 1;
                 while at < end && text[at] != byte {
                     at += if text[at] == b'\\' { 2 } else { 1 };
@@ -332,5 +344,10 @@ mod tests {
             .map(|(s, e)| &text[s..e])
             .collect();
         assert_eq!(found, [&b"x"[..], b"__func__", b"y"]);
+        let text = b"/* don't f */ g(1); // it's f\nf(2); /* a */";
+        let found: Vec<&[u8]> = identifiers(text, 0, text.len())
+            .map(|(s, e)| &text[s..e])
+            .collect();
+        assert_eq!(found, [&b"g"[..], b"f"]);
     }
 }
