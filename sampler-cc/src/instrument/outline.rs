@@ -245,25 +245,16 @@ fn identifier_end(text: &[u8], start: usize) -> usize {
 }
 
 /// The identifiers (and keywords) of `text[start..end]`, outside comments
-/// (the `.i` keeps them: `-C`) and string and character literals, with
-/// the digits of numbers skipped. A comment's apostrophe must not start a
-/// literal that would hide a recursive call.
+/// (the `.i` keeps them: `-C`), line markers and string and character
+/// literals, with the digits of numbers skipped. A comment's apostrophe
+/// must not start a literal that would hide a recursive call.
 fn identifiers(text: &[u8], start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut at = start;
     std::iter::from_fn(move || {
-        while at < end {
-            let byte = text[at];
-            let next = text.get(at + 1).copied();
-            if byte == b'/' && next == Some(b'*') {
-                at = text[at + 2..end]
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map_or(end, |found| at + 2 + found + 2);
-            } else if byte == b'/' && next == Some(b'/') {
-                while at < end && text[at] != b'\n' {
-                    at += 1;
-                }
-            } else if byte == b'"' || byte == b'\'' {
+        loop {
+            at = skip_trivia(text, at).min(end);
+            let &byte = text[..end].get(at)?;
+            if byte == b'"' || byte == b'\'' {
                 at += 1;
                 while at < end && text[at] != byte {
                     at += if text[at] == b'\\' { 2 } else { 1 };
@@ -277,16 +268,10 @@ fn identifiers(text: &[u8], start: usize, end: usize) -> impl Iterator<Item = (u
             } else if byte.is_ascii_digit() {
                 // `1e10`, `0x1f`, `10u`: no identifier inside.
                 at = identifier_end(text, at);
-            } else if byte == b'#' && (at == 0 || text[at - 1] == b'\n') {
-                // A line marker's file name is no identifier.
-                while at < end && text[at] != b'\n' {
-                    at += 1;
-                }
             } else {
                 at += 1;
             }
         }
-        None
     })
 }
 

@@ -2198,26 +2198,13 @@ impl Renderer<'_> {
         // The draw is the copy's: `F` keeps only the decrement and the
         // call, small enough for gcc's inlining limits.
         slow.push_str(" { if (__builtin_expect(!cbi_sample(), 0)) {");
-        self.piece(
+        self.both(
             &mut slow,
             region,
             local,
-            None,
-            start,
-            end,
-            Version::Fast,
+            (start, end),
             own,
-        )?;
-        slow.push_str(" } else {");
-        self.piece(
-            &mut slow,
-            region,
-            local,
-            None,
-            start,
-            end,
-            Version::Slow,
-            own,
+            Some(" } else {"),
         )?;
         slow.push_str(" }");
         self.emit(&mut slow, brace, brace + 1, false, Vec::new())?;
