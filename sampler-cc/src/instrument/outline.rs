@@ -35,7 +35,9 @@
 //!
 //! Left as they are: `main` (it may fall off its end), recursive
 //! functions (`F__cbi_slow` would need a prototype of `F` first, which
-//! would hide `-Wmissing-prototypes`), variadic and non-static `inline`
+//! would hide `-Wmissing-prototypes`, and the resolver could no longer
+//! tell the frame of `F` that called the copy from a recursive caller
+//! once gcc makes that call a tail call), variadic and non-static `inline`
 //! functions, functions with attributes on any declaration (`noreturn`,
 //! `target`, `section`: the copy would not have them), K&R and
 //! unprototyped definitions, functions whose
@@ -117,20 +119,17 @@ pub(super) fn outline(
     if !map.markers_between(open, close + 1).is_empty() {
         return Err("line marker in the parameters");
     }
-    let inside = &text[open + 1..close];
-    if inside.contains(&b'"') || inside.contains(&b'\'') {
-        return Err("parameters");
-    }
     let arguments: Vec<String> = function
         .locals
         .iter()
         .filter(|v| v.storage == Storage::Parameter)
         .map(|v| v.name.clone())
         .collect();
-    let declared = match inside.trim_ascii() {
-        b"" => return Err("unprototyped"),
-        b"void" => 0,
-        _ => top_level_commas(inside) + 1,
+    let mut inside = tokens(text, open + 1, close).map(|(start, end)| &text[start..end]);
+    let declared = match (inside.next(), inside.next()) {
+        (None, _) => return Err("unprototyped"),
+        (Some(b"void"), None) => 0,
+        _ => top_level_commas(text, open + 1, close) + 1,
     };
     if declared != arguments.len() || arguments.iter().any(String::is_empty) {
         return Err("unnamed parameter");
@@ -202,16 +201,17 @@ fn specifiers(text: &[u8]) -> Result<String, &'static str> {
     Ok(kept.join(" "))
 }
 
-/// The offset of the `)` that closes the `(` at `open`.
+/// The offset of the `)` that closes the `(` at `open`, outside comments
+/// and literals; `None` at a `{`, `}` or `;` first.
 fn matching_parenthesis(text: &[u8], open: usize) -> Option<usize> {
     let mut depth = 0usize;
-    for (offset, &byte) in text.iter().enumerate().skip(open) {
-        match byte {
+    for (start, _) in tokens(text, open, text.len()) {
+        match text[start] {
             b'(' => depth += 1,
             b')' => {
                 depth -= 1;
                 if depth == 0 {
-                    return Some(offset);
+                    return Some(start);
                 }
             }
             b'{' | b'}' | b';' => return None,
@@ -221,12 +221,13 @@ fn matching_parenthesis(text: &[u8], open: usize) -> Option<usize> {
     None
 }
 
-/// The commas of a parameter list's text outside its brackets.
-fn top_level_commas(text: &[u8]) -> usize {
+/// The commas of a parameter list's text (`text[start..end]`) outside its
+/// brackets, comments and literals.
+fn top_level_commas(text: &[u8], start: usize, end: usize) -> usize {
     let mut depth = 0i32;
     let mut commas = 0;
-    for &byte in text {
-        match byte {
+    for (token, _) in tokens(text, start, end) {
+        match text[token] {
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' | b'}' => depth -= 1,
             b',' if depth == 0 => commas += 1,
@@ -244,35 +245,35 @@ fn identifier_end(text: &[u8], start: usize) -> usize {
     end
 }
 
-/// The identifiers (and keywords) of `text[start..end]`, outside comments
-/// (the `.i` keeps them: `-C`), line markers and string and character
-/// literals, with the digits of numbers skipped. A comment's apostrophe
-/// must not start a literal that would hide a recursive call.
-fn identifiers(text: &[u8], start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+/// The tokens of `text[start..end]` as extents, outside comments (the `.i`
+/// keeps them: `-C`) and line markers: identifiers and keywords, numbers
+/// (`1e10`, `0x1f`, `10u`: no identifier inside), string and character
+/// literals whole, and every other byte on its own. A comment's comma,
+/// parenthesis or apostrophe must not count.
+fn tokens(text: &[u8], start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
     let mut at = start;
     std::iter::from_fn(move || {
-        loop {
-            at = skip_trivia(text, at).min(end);
-            let &byte = text[..end].get(at)?;
-            if byte == b'"' || byte == b'\'' {
-                at += 1;
-                while at < end && text[at] != byte {
-                    at += if text[at] == b'\\' { 2 } else { 1 };
-                }
-                at += 1;
-            } else if byte == b'_' || byte.is_ascii_alphabetic() {
-                let token_end = identifier_end(text, at).min(end);
-                let token = (at, token_end);
-                at = token_end;
-                return Some(token);
-            } else if byte.is_ascii_digit() {
-                // `1e10`, `0x1f`, `10u`: no identifier inside.
-                at = identifier_end(text, at);
-            } else {
-                at += 1;
+        at = skip_trivia(text, at).min(end);
+        let &byte = text[..end].get(at)?;
+        let token_start = at;
+        if byte == b'"' || byte == b'\'' {
+            at += 1;
+            while at < end && text[at] != byte {
+                at += if text[at] == b'\\' { 2 } else { 1 };
             }
+            at = (at + 1).min(end);
+        } else if byte == b'_' || byte.is_ascii_alphanumeric() {
+            at = identifier_end(text, at).min(end);
+        } else {
+            at += 1;
         }
+        Some((token_start, at))
     })
+}
+
+/// The identifiers (and keywords) among `text[start..end]`'s tokens.
+fn identifiers(text: &[u8], start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    tokens(text, start, end).filter(|&(at, _)| text[at] == b'_' || text[at].is_ascii_alphabetic())
 }
 
 #[cfg(test)]
@@ -313,13 +314,17 @@ mod tests {
 
     #[test]
     fn parameter_lists_are_counted_by_their_top_level_commas() {
-        assert_eq!(top_level_commas(b"int a"), 0);
+        let commas = |text: &[u8]| top_level_commas(text, 0, text.len());
+        assert_eq!(commas(b"int a"), 0);
+        assert_eq!(commas(b"int (*f)(int, int), char a[2][3], int n"), 2);
         assert_eq!(
-            top_level_commas(b"int (*f)(int, int), char a[2][3], int n"),
-            2
+            commas(b"int a, /* the (size, in bytes) */ int n // it's n\n"),
+            1
         );
+        assert_eq!(commas(b"char c['(']"), 0);
         assert_eq!(matching_parenthesis(b"f(int (*g)(int)) {", 1), Some(15));
         assert_eq!(matching_parenthesis(b"f(int a; {", 1), None);
+        assert_eq!(matching_parenthesis(b"f(int a /* a) b; */) {", 1), Some(19));
     }
 
     #[test]

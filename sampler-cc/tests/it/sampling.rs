@@ -1915,7 +1915,7 @@ const OUTLINED: &str = r#"#include <stdio.h>
 static int total;
 const char *where(int v);
 
-void store(int *slot, int value)
+void store(int *slot /* (NULL: it's the crash), */, int value)
 {
     if (value > 2)
         *slot = value;
@@ -1948,7 +1948,8 @@ const char *where(int v)
 /// call observes at sparsity 1, exactly as `-fno-sample` counts; the copy
 /// of `where` names `where` (`__func__`, `__PRETTY_FUNCTION__`); and a
 /// crash in the SLOW copy resolves to the same frames as a crash in FAST
-/// (`store`, then `main`).
+/// (`store`, then `main`). The comment in `store`'s parameter list, with
+/// its parenthesis, comma and apostrophe, does not keep it in one piece.
 #[test]
 fn a_function_that_is_one_run_keeps_its_slow_copy_out_of_line() {
     let lab = Lab::new();
