@@ -272,7 +272,7 @@ fn write_counter_rows<'v>(
         };
     }
     let mut zero_rows = 0;
-    let mut flush_zero_rows = |out: &mut FdWriter<'_>, zero_rows: &mut usize| {
+    let flush_zero_rows = |out: &mut FdWriter<'_>, zero_rows: &mut usize| {
         while *zero_rows > 0 {
             let rows = (*zero_rows).min(rows_in_pattern);
             out.bytes(&pattern[..rows * row_len]);
