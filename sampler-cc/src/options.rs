@@ -67,6 +67,10 @@ pub struct Options {
     /// of its whole body keeps its SLOW copy in a function of its own
     /// (`-fsample-outlined-functions`, default).
     pub sample_outlined_functions: bool,
+    /// Sampled, gcc's limit on inlining functions not declared `inline`
+    /// is raised by what sampling adds to a function's size
+    /// (`-fsample-inline-allowance`, default; cc1.rs).
+    pub inline_allowance: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -110,6 +114,7 @@ impl Default for Options {
             sample_across_calls: true,
             sample_nested_loops: true,
             sample_outlined_functions: true,
+            inline_allowance: true,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -353,6 +358,18 @@ pub const FLAGS: &[FlagGroup] = &[
                   whole body calls its SLOW copy, a function of its own (F__cbi_slow, cold and \
                   never inlined), when its event is sampled, so that F itself is small enough \
                   to inline (default), or holds both copies",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-inline-allowance", |o| o.inline_allowance = true),
+            switch("-fno-sample-inline-allowance", |o| {
+                o.inline_allowance = false
+            }),
+        ],
+        meaning: "sampled at -O2, -O3 or -Ofast: gcc's limit on inlining functions not \
+                  declared inline (--param=max-inline-insns-auto) is raised by the size of the \
+                  test and call sampling adds to a function, unless the command sets it \
+                  (default), or left at gcc's default",
     },
     FlagGroup {
         flags: &[

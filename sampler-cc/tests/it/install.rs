@@ -338,6 +338,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-sample-nested-loops",
             "-fsample-outlined-functions",
             "-fno-sample-outlined-functions",
+            "-fsample-inline-allowance",
+            "-fno-sample-inline-allowance",
             "-fsample-whole-loops",
             "-fno-sample-whole-loops",
             "-fsampler-rates=FILE",

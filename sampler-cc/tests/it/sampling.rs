@@ -2046,3 +2046,84 @@ fn a_function_that_is_one_run_keeps_its_slow_copy_out_of_line() {
         );
     }
 }
+
+const INLINED: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+
+struct cell { int flags; long value; };
+
+static struct cell *prepare(struct cell *cells, int at)
+{
+    struct cell *out = &cells[at];
+    if (out->flags & 4)
+        out->value = 0;
+    out->flags = 1;
+    return out;
+}
+
+long run(struct cell *cells, int n)
+{
+    long total = 0;
+    for (int i = 0; i < n; i++)
+        total += prepare(cells, i)->value;
+    return total + prepare(cells, 1)->value * 2;
+}
+
+int main(int argc, char **argv)
+{
+    struct cell cells[8] = {{4, 7}, {0, 3}};
+    int n = argc > 1 ? atoi(argv[1]) : 2;
+    printf("%ld\n", run(cells, n < 8 ? n : 8));
+    return 0;
+}
+"#;
+
+/// `-fsample-inline-allowance`: plain `gcc -O2` inlines `prepare` into
+/// `run`; sampled, its test and call make it too big for gcc's
+/// `max-inline-insns-auto` unless the limit grows by their size, as it
+/// does by default. A limit the command sets is left alone. The programs
+/// print what plain gcc's does.
+#[test]
+fn the_inlining_limit_allows_for_the_sampling_wrapper() {
+    let lab = Lab::new();
+    lab.write("inlined.c", INLINED);
+    let out_of_line = |program: &str| -> bool {
+        let output = lab.command("nm").arg(lab.path(program)).output().unwrap();
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .any(|line| line.ends_with(" t prepare"))
+    };
+    let plain = lab
+        .command("gcc")
+        .args(["-O2", "inlined.c", "-o", "plain"])
+        .output()
+        .unwrap();
+    assert!(plain.status.success(), "{plain:?}");
+    assert!(!out_of_line("plain"));
+    let plain = lab.command(lab.path("plain")).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), "9\n");
+    for (program, flags, called) in [
+        ("allowed", &[][..], false),
+        ("limited", &["-fno-sample-inline-allowance"][..], true),
+        ("user", &["--param=max-inline-insns-auto=15"][..], true),
+        (
+            "user-o3",
+            &["-O3", "--param", "max-inline-insns-auto=15"][..],
+            true,
+        ),
+    ] {
+        let mut args = vec!["-fsampler-strict", "-fsampler-scheme=branches", "-O2"];
+        args.extend(flags);
+        args.extend(["inlined.c", "-o", program]);
+        lab.cc(&args);
+        assert_eq!(out_of_line(program), called, "{program}");
+        for sparsity in ["1", "1000"] {
+            assert_eq!(
+                lab.run(program, &[], "report", &[("SAMPLER_SPARSITY", sparsity)]),
+                "9\n",
+                "{program}"
+            );
+        }
+    }
+}
