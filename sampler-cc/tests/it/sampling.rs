@@ -2081,7 +2081,8 @@ int main(int argc, char **argv)
 /// `-fsample-inline-allowance`: plain `gcc -O2` inlines `prepare` into
 /// `run`; sampled, its test and call make it too big for gcc's
 /// `max-inline-insns-auto` unless the limit grows by their size, as it
-/// does by default. A limit the command sets is left alone. The programs
+/// does with the flag (off by default). A limit the command sets is left
+/// alone. The programs
 /// print what plain gcc's does.
 #[test]
 fn the_inlining_limit_allows_for_the_sampling_wrapper() {
@@ -2104,12 +2105,25 @@ fn the_inlining_limit_allows_for_the_sampling_wrapper() {
     let plain = lab.command(lab.path("plain")).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&plain.stdout), "9\n");
     for (program, flags, called) in [
-        ("allowed", &[][..], false),
+        ("allowed", &["-fsample-inline-allowance"][..], false),
+        ("default", &[][..], true),
         ("limited", &["-fno-sample-inline-allowance"][..], true),
-        ("user", &["--param=max-inline-insns-auto=15"][..], true),
+        (
+            "user",
+            &[
+                "-fsample-inline-allowance",
+                "--param=max-inline-insns-auto=15",
+            ][..],
+            true,
+        ),
         (
             "user-o3",
-            &["-O3", "--param", "max-inline-insns-auto=15"][..],
+            &[
+                "-fsample-inline-allowance",
+                "-O3",
+                "--param",
+                "max-inline-insns-auto=15",
+            ][..],
             true,
         ),
     ] {
