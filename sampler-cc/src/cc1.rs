@@ -138,7 +138,7 @@ const SAMPLING_WRAPPER_INSNS: u32 = 8;
 /// default of the command's optimisation level: otherwise a small function
 /// that plain gcc inlines (out2Prerelease in sqlite3VdbeExec, 44 calls)
 /// is a call once sampled, because of the test and call the sampling adds
-/// (the sqlite3 shell: 1.0% fewer instructions with the allowance; plain
+/// (the sqlite3 shell: 0.7% fewer instructions with the allowance; plain
 /// gcc with the same limit runs 0.4% more, so the gain is not the limit's
 /// own; `sqlite3.c` then takes about 17% longer to compile, which is why
 /// `-fsample-inline-allowance` is off by default). Nothing when the
