@@ -506,9 +506,6 @@ mod tests {
         }
     }
 
-    /// Counters, with the one-byte fast path for zeros, single digits and
-    /// separators, come out the same whatever the buffer's size, down to
-    /// one byte (a flush before every byte), and reset to zero.
     /// Runs of all-zero rows, longer than one pattern of them, between
     /// and after rows with counts, come out as rows of zeros; rows of a
     /// single zero (arity 1) too.
@@ -537,6 +534,9 @@ mod tests {
         }
     }
 
+    /// Counters, with the one-byte fast path for zeros, single digits and
+    /// separators, come out the same whatever the buffer's size, down to
+    /// one byte (a flush before every byte), and reset to zero.
     #[test]
     fn counters_print_the_same_through_any_buffer_and_reset_to_zero() {
         let rows = "0\t7\t12\n0\t0\t1\n18446744073709551615\t0\t305\n";
