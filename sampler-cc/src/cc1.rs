@@ -140,7 +140,7 @@ const SAMPLING_WRAPPER_INSNS: u32 = 8;
 /// is a call once sampled, because of the test and call the sampling adds
 /// (the sqlite3 shell: 0.7% fewer instructions with the allowance; plain
 /// gcc with the same limit runs 0.4% more, so the gain is not the limit's
-/// own; `sqlite3.c` then takes about 17% longer to compile, which is why
+/// own; `sqlite3.c` then takes about 12% longer to compile, which is why
 /// `-fsample-inline-allowance` is off by default). Nothing when the
 /// command sets the limit itself, at `-O0`, `-O1`, `-Os`, `-Oz` and `-Og`
 /// (no such inlining, or gcc's size heuristics),

@@ -70,7 +70,7 @@ pub struct Options {
     /// Sampled, gcc's limit on inlining functions not declared `inline`
     /// is raised by what sampling adds to a function's size
     /// (`-fsample-inline-allowance`; off by default: 0.7% fewer
-    /// instructions on the sqlite3 shell for 17% more compile time;
+    /// instructions on the sqlite3 shell for 12% more compile time;
     /// cc1.rs).
     pub inline_allowance: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
@@ -371,7 +371,7 @@ pub const FLAGS: &[FlagGroup] = &[
         meaning: "sampled at -O2, -O3 or -Ofast: gcc's limit on inlining functions not \
                   declared inline (--param=max-inline-insns-auto) is raised by the size of the \
                   test and call sampling adds to a function, unless the command sets it \
-                  (about 0.7% faster, about 17% longer to compile), or left at gcc's default \
+                  (about 0.7% faster, about 12% longer to compile), or left at gcc's default \
                   (default)",
     },
     FlagGroup {
