@@ -102,6 +102,25 @@ impl Lab {
         output
     }
 
+    /// The symbols `nm` lists in `program`, as (type letter, name): `t`
+    /// for a local function.
+    fn symbols(&self, program: &str) -> Vec<(String, String)> {
+        let output = self.command("nm").arg(self.path(program)).output().unwrap();
+        assert!(output.status.success(), "nm {program}: {output:?}");
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|line| {
+                // `ADDRESS TYPE NAME`, or `TYPE NAME` when undefined.
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                match fields.as_slice() {
+                    [.., kind, name] => Some((kind.to_string(), name.to_string())),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
     /// sampler-cc with `args`; panics with its stderr unless it succeeds.
     fn cc(&self, args: &[&str]) -> Output {
         let output = self.command(sampler_cc()).args(args).output().unwrap();

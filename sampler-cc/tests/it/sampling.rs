@@ -1970,13 +1970,10 @@ fn a_function_that_is_one_run_keeps_its_slow_copy_out_of_line() {
     build("inline", "-fno-sample-outlined-functions");
     build("exact", "-fno-sample");
     let slow_copies = |program: &str| -> Vec<String> {
-        let output = lab.command("nm").arg(lab.path(program)).output().unwrap();
-        String::from_utf8(output.stdout)
-            .unwrap()
-            .lines()
-            .filter_map(|line| line.split(' ').nth(2))
+        lab.symbols(program)
+            .into_iter()
+            .map(|(_, name)| name)
             .filter(|name| name.contains("__cbi_slow"))
-            .map(str::to_owned)
             .collect()
     };
     assert_eq!(
@@ -2082,25 +2079,17 @@ int main(int argc, char **argv)
 /// `run`; sampled, its test and call make it too big for gcc's
 /// `max-inline-insns-auto` unless the limit grows by their size, as it
 /// does with the flag (off by default). A limit the command sets is left
-/// alone. The programs
-/// print what plain gcc's does.
+/// alone. The programs print what plain gcc's does.
 #[test]
 fn the_inlining_limit_allows_for_the_sampling_wrapper() {
     let lab = Lab::new();
     lab.write("inlined.c", INLINED);
     let out_of_line = |program: &str| -> bool {
-        let output = lab.command("nm").arg(lab.path(program)).output().unwrap();
-        String::from_utf8(output.stdout)
-            .unwrap()
-            .lines()
-            .any(|line| line.ends_with(" t prepare"))
+        lab.symbols(program)
+            .iter()
+            .any(|(kind, name)| kind == "t" && name == "prepare")
     };
-    let plain = lab
-        .command("gcc")
-        .args(["-O2", "inlined.c", "-o", "plain"])
-        .output()
-        .unwrap();
-    assert!(plain.status.success(), "{plain:?}");
+    lab.gcc(&["-O2", "inlined.c", "-o", "plain"]);
     assert!(!out_of_line("plain"));
     let plain = lab.command(lab.path("plain")).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&plain.stdout), "9\n");
