@@ -332,6 +332,42 @@ pub fn skip_trivia(text: &[u8], mut offset: usize) -> usize {
     }
 }
 
+/// The end of the identifier, keyword or number starting at `start`.
+pub fn identifier_end(text: &[u8], start: usize) -> usize {
+    let mut end = start;
+    while end < text.len() && (text[end] == b'_' || text[end].is_ascii_alphanumeric()) {
+        end += 1;
+    }
+    end
+}
+
+/// The tokens of `text[start..end]` as extents, outside comments (the `.i`
+/// keeps them: `-C`) and line markers: identifiers and keywords, numbers
+/// (`1e10`, `0x1f`, `10u`: no identifier inside), string and character
+/// literals whole, and every other byte on its own: a comma, bracket,
+/// semicolon or apostrophe in a comment or a literal is not one of the
+/// text's.
+pub fn tokens(text: &[u8], start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let mut at = start;
+    std::iter::from_fn(move || {
+        at = skip_trivia(text, at).min(end);
+        let &byte = text[..end].get(at)?;
+        let token_start = at;
+        if byte == b'"' || byte == b'\'' {
+            at += 1;
+            while at < end && text[at] != byte {
+                at += if text[at] == b'\\' { 2 } else { 1 };
+            }
+            at = (at + 1).min(end);
+        } else if byte == b'_' || byte.is_ascii_alphanumeric() {
+            at = identifier_end(text, at).min(end);
+        } else {
+            at += 1;
+        }
+        Some((token_start, at))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use super::{
     Call, Function, Jump, Label, Node, NodeId, NodeKind, Storage, TypeClass, Unit, ValueType,
     Variable,
 };
-use crate::preprocessed::skip_trivia;
+use crate::preprocessed::{skip_trivia, tokens};
 
 /// Flags of the real compile that change what the code means to a C front
 /// end (type sizes, signedness, language version, inline semantics).
@@ -755,25 +755,16 @@ impl Builder<'_> {
         }
         let mut depth = 0usize;
         let mut found = Vec::with_capacity(2);
-        while offset < end && found.len() < 2 {
-            let next = skip_trivia(text, offset);
-            if next != offset {
-                offset = next;
-                continue;
-            }
-            match text[offset] {
+        for (token, _) in tokens(text, offset, end) {
+            match text[token] {
                 b'(' | b'[' | b'{' => depth += 1,
                 b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-                b';' if depth == 1 => found.push(offset),
-                quote @ (b'"' | b'\'') => {
-                    offset += 1;
-                    while offset < end && text[offset] != quote {
-                        offset += if text[offset] == b'\\' { 2 } else { 1 };
-                    }
-                }
+                b';' if depth == 1 => found.push(token),
                 _ => {}
             }
-            offset += 1;
+            if found.len() == 2 {
+                break;
+            }
         }
         (
             found.first().copied().unwrap_or(end),

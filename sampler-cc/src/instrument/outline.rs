@@ -46,7 +46,7 @@
 //! and functions that read their own frame (`__builtin_return_address`).
 
 use crate::frontend::{Function, Storage};
-use crate::preprocessed::{LineMap, skip_trivia};
+use crate::preprocessed::{LineMap, identifier_end, skip_trivia, tokens};
 
 /// The suffix of an outlined SLOW copy's name: `F__cbi_slow` holds `F`'s.
 pub(super) const SLOW_SUFFIX: &str = "__cbi_slow";
@@ -235,40 +235,6 @@ fn top_level_commas(text: &[u8], start: usize, end: usize) -> usize {
         }
     }
     commas
-}
-
-fn identifier_end(text: &[u8], start: usize) -> usize {
-    let mut end = start;
-    while end < text.len() && (text[end] == b'_' || text[end].is_ascii_alphanumeric()) {
-        end += 1;
-    }
-    end
-}
-
-/// The tokens of `text[start..end]` as extents, outside comments (the `.i`
-/// keeps them: `-C`) and line markers: identifiers and keywords, numbers
-/// (`1e10`, `0x1f`, `10u`: no identifier inside), string and character
-/// literals whole, and every other byte on its own. A comment's comma,
-/// parenthesis or apostrophe must not count.
-fn tokens(text: &[u8], start: usize, end: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut at = start;
-    std::iter::from_fn(move || {
-        at = skip_trivia(text, at).min(end);
-        let &byte = text[..end].get(at)?;
-        let token_start = at;
-        if byte == b'"' || byte == b'\'' {
-            at += 1;
-            while at < end && text[at] != byte {
-                at += if text[at] == b'\\' { 2 } else { 1 };
-            }
-            at = (at + 1).min(end);
-        } else if byte == b'_' || byte.is_ascii_alphanumeric() {
-            at = identifier_end(text, at).min(end);
-        } else {
-            at += 1;
-        }
-        Some((token_start, at))
-    })
 }
 
 /// The identifiers (and keywords) among `text[start..end]`'s tokens.
