@@ -75,8 +75,11 @@ const OUTLINED_SUFFIX: &str = "__cbi_slow";
 /// as `F`'s: `F__cbi_slow` (or its clone `F__cbi_slow.constprop.0`) is
 /// named `F`, and the frame of `F` right after it, which called it on the
 /// same call of `F` (outlined functions are never recursive), is left out.
-/// A crash is then the same frames, and the same signature, whether or not
-/// its call of `F` was sampled.
+/// When the copy's draw declines (a thread's first event), it calls `F`
+/// again to run its FAST code: a frame of `F` right before the copy's is
+/// that same call, so the copy's frame goes too. A crash is then the same
+/// frames, and the same signature, whether or not its call of `F` was
+/// sampled.
 fn merge_outlined_copies(frames: &mut Vec<SymbolizedFrame>) {
     let mut index = 0;
     while index < frames.len() {
@@ -86,14 +89,31 @@ fn merge_outlined_copies(frames: &mut Vec<SymbolizedFrame>) {
             (at > 0 && (rest.is_empty() || rest.starts_with('.')))
                 .then(|| (name[..at].to_owned(), format!("{}{rest}", &name[..at])))
         });
-        if let Some((caller, renamed)) = outlined {
-            frames[index].function = Some(renamed);
-            let next = index + 1;
-            if !frames[index].inlined
-                && frames.get(next).and_then(|f| f.function.as_deref()) == Some(caller.as_str())
-            {
-                frames.remove(next);
-            }
+        let Some((caller, renamed)) = outlined else {
+            index += 1;
+            continue;
+        };
+        let next = index + 1;
+        let called_by_caller = !frames[index].inlined
+            && frames.get(next).and_then(|f| f.function.as_deref()) == Some(caller.as_str());
+        let reentered = index
+            .checked_sub(1)
+            .and_then(|before| frames[before].function.as_deref())
+            .is_some_and(|name| {
+                name.strip_prefix(caller.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+            });
+        if reentered {
+            // The frame of `F` inside stands for the call of `F` outside:
+            // inlined into its caller as that one was.
+            let end = if called_by_caller { next + 1 } else { next };
+            frames[index - 1].inlined = frames[end - 1].inlined;
+            frames.drain(index..end);
+            continue;
+        }
+        frames[index].function = Some(renamed);
+        if called_by_caller {
+            frames.remove(next);
         }
         index += 1;
     }
@@ -579,6 +599,45 @@ mod tests {
         assert_eq!(
             names(&frames),
             expected(&[("store.constprop.0", false), ("main", false)])
+        );
+        // A declined draw: the copy called `store` again, which crashed
+        // (inlined into the copy, or not); with tail calls, no frame of
+        // the copy's caller.
+        for inlined in [false, true] {
+            let mut frames = vec![
+                named("strlen_like", true),
+                named("store", inlined),
+                named("store__cbi_slow", false),
+                named("store", true),
+                named("main", false),
+            ];
+            merge_outlined_copies(&mut frames);
+            assert_eq!(
+                names(&frames),
+                expected(&[("strlen_like", true), ("store", true), ("main", false)])
+            );
+        }
+        let mut frames = vec![
+            named("store.isra.0", false),
+            named("store__cbi_slow", false),
+            named("main", false),
+        ];
+        merge_outlined_copies(&mut frames);
+        assert_eq!(
+            names(&frames),
+            expected(&[("store.isra.0", false), ("main", false)])
+        );
+        // Another function's frame before the copy is not a re-entry.
+        let mut frames = vec![
+            named("storex", false),
+            named("store__cbi_slow", false),
+            named("store", false),
+            named("main", false),
+        ];
+        merge_outlined_copies(&mut frames);
+        assert_eq!(
+            names(&frames),
+            expected(&[("storex", false), ("store", false), ("main", false)])
         );
         // Names that only contain the suffix stay.
         let mut frames = vec![named("__cbi_slow", false), named("x__cbi_slowly", false)];
