@@ -106,7 +106,11 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
     let mut arguments: Vec<String> = vec![
         "-x".into(),
         "cpp-output".into(),
-        "-w".into(),
+        // No warnings but the two that say a static function is never
+        // referenced (outline.rs: such a function keeps gcc's warning).
+        "-Wno-everything".into(),
+        "-Wunused-function".into(),
+        "-Wunneeded-internal-declaration".into(),
         "-ferror-limit=0".into(),
         "-Wno-error=implicit-function-declaration".into(),
         "-Wno-error=int-conversion".into(),
@@ -139,13 +143,24 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
 
     let shift = prelude.len();
     let mut unit = Unit::default();
+    // Where clang says a static function is never referenced (or only
+    // where it need not be emitted): at the name in its definition.
+    let mut unreferenced: HashSet<usize> = HashSet::new();
     for diagnostic in tu.get_diagnostics() {
-        if diagnostic.get_severity() >= clang::diagnostic::Severity::Error {
-            let offset = diagnostic.get_location().get_file_location().offset as usize;
-            unit.errors
-                .push((offset.saturating_sub(shift), diagnostic.get_text()));
+        let offset = diagnostic.get_location().get_file_location().offset as usize;
+        let offset = offset.saturating_sub(shift);
+        match diagnostic.get_severity() {
+            clang::diagnostic::Severity::Warning => {
+                unreferenced.insert(offset);
+            }
+            severity if severity >= clang::diagnostic::Severity::Error => {
+                unit.errors.push((offset, diagnostic.get_text()));
+            }
+            _ => {}
         }
     }
+    // After an error clang warns about no unused declaration at all.
+    let references_known = unit.errors.is_empty();
     let builder = Builder {
         text,
         shift,
@@ -211,13 +226,22 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
             .map(|location| location.get_file_location().offset as usize)
             .map_or(start, |offset| offset.saturating_sub(shift));
         let is_extern = entity.get_storage_class() == Some(StorageClass::Extern);
+        let is_static = entity.get_storage_class() == Some(StorageClass::Static);
         let gnu_extern_inline = entity.is_inline_function()
             && is_extern
             && (builder.gnu89 || contains(header, b"gnu_inline"));
-        let mut locals: Vec<Variable> = entity
+        let parameters: Vec<Entity<'_>> = entity
             .get_children()
-            .iter()
+            .into_iter()
             .filter(|child| child.get_kind() == EntityKind::ParmDecl)
+            .collect();
+        let tag_in_parameters = parameters.iter().any(|param| {
+            param
+                .get_type()
+                .is_some_and(|ty| builder.tag_declared_within(ty, (start, header_end)))
+        });
+        let mut locals: Vec<Variable> = parameters
+            .iter()
             .filter_map(|param| builder.variable(param, Storage::Parameter, end))
             .collect();
         let (nodes, body_id) = builder.function_body(body, &mut locals, &mut static_asserts);
@@ -233,6 +257,9 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
             name_offset,
             end,
             gnu_extern_inline,
+            tag_in_parameters,
+            maybe_unreferenced: is_static
+                && (!references_known || unreferenced.contains(&name_offset)),
             body: body_id,
             nodes,
             locals,
@@ -381,6 +408,35 @@ impl Builder<'_> {
             thread_local: entity.get_tls_kind().is_some(),
             defined_external: false,
         })
+    }
+
+    /// Whether `ty`, through pointers, arrays and function types, names a
+    /// `struct`, `union` or `enum` whose first declaration lies within
+    /// `extent` of the real `.i` (a function's declarator).
+    fn tag_declared_within(&self, ty: Type<'_>, (from, to): (usize, usize)) -> bool {
+        let mut pending = vec![ty];
+        // Bounded: a type nests as deep as its spelling.
+        while let Some(ty) = pending.pop() {
+            let ty = ty.get_canonical_type();
+            if let Some(inner) = ty.get_pointee_type().or_else(|| ty.get_element_type()) {
+                pending.push(inner);
+            }
+            if let Some(result) = ty.get_result_type() {
+                pending.push(result);
+                pending.extend(ty.get_argument_types().unwrap_or_default());
+            }
+            let first = ty
+                .get_declaration()
+                .map(|declaration| declaration.get_canonical_entity())
+                .and_then(|declaration| declaration.get_location());
+            if let Some(location) = first {
+                let at = (location.get_file_location().offset as usize).checked_sub(self.shift);
+                if at.is_some_and(|at| (from..to).contains(&at)) {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     /// Byte extent in the real `.i`; `None` for the prelude or no location.

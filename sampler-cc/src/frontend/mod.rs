@@ -39,6 +39,16 @@ pub struct Function {
     /// and the like, which a copy of its body under another name would
     /// not have.
     pub attributed: bool,
+    /// A parameter's type names a `struct`, `union` or `enum` first
+    /// declared in the parameter list itself (gcc warns that it is not
+    /// visible outside): another function with that parameter list has
+    /// another type.
+    pub tag_in_parameters: bool,
+    /// Static, and either referenced nowhere else in the unit or in a
+    /// unit where libclang found errors (it then says nothing of
+    /// references): gcc may warn that it is unused (`-Wunused-function`),
+    /// which a reference from code sampler-cc adds would silence.
+    pub maybe_unreferenced: bool,
     /// Returns `void` (the canonical type, so also through a typedef).
     pub returns_void: bool,
     /// Takes a variable argument list (`...`).
