@@ -241,7 +241,7 @@ fn instrument_file(
         eprintln!(
             "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs{}, {} loops{}, \
              {} expressions, {} sites), {} declaration runs, {} leaf functions, \
-             {} outlined functions, {fell_back} fell back{}; \
+             {} outlined functions{}, {fell_back} fell back{}; \
              front end {:.3} s, instrumentation {:.3} s",
             main_file(&text).unwrap_or_else(|| input.display().to_string()),
             unit.functions.len(),
@@ -261,6 +261,7 @@ fn instrument_file(
             regions.declarations,
             regions.leaf_functions,
             regions.outlined_functions,
+            of_which(&[(regions.reentered_functions, "re-entered")]),
             if reasons.is_empty() {
                 String::new()
             } else {

@@ -5,39 +5,58 @@
 //! place of `{ if (TEST) { FAST } else { SLOW } }` it becomes
 //!
 //! ```c
-//! static __attribute__((__noinline__, __cold__)) T F__cbi_slow(PARAMS)
-//! { if (__builtin_expect(!cbi_sample(), 0)) { FAST } else { SLOW } }
+//! static __attribute__((__noinline__, __cold__)) T F__cbi_slow(PARAMS);
 //! T F(PARAMS) { if (__builtin_expect(--cbi_countdown < 0, 0)) return F__cbi_slow(ARGS); { FAST } }
+//! static __attribute__((__noinline__, __cold__)) T F__cbi_slow(PARAMS)
+//! { if (__builtin_expect(!cbi_sample(), 0)) { ++cbi_countdown; return F(ARGS); } { SLOW } }
 //! ```
 //!
 //! so that `F` is about the size of the plain function again and gcc
 //! inlines it where it inlines the plain one (the sqlite3 shell: 141 M of
 //! its 1,204 M instructions were in 629 small functions that the two
 //! copies had made too big to inline). The events, draws and observations
-//! are those of the run's test, `--cbi_countdown >= 0 || !cbi_sample()`.
-//! The draw is in the copy so that `F` stays within gcc's limit on
-//! inlining functions not declared `inline` (`max-inline-insns-auto`,
-//! which `out2Prerelease` in `sqlite3VdbeExec` exceeded with the call to
-//! `cbi_sample()` and its test in `F`: the shell 1,136.3 M instructions
-//! that way, 1,121.6 M this way).
+//! are those of the run's test, `--cbi_countdown >= 0 || !cbi_sample()`:
+//! a draw that declines (a thread's first event, or one in a signal
+//! handler that interrupted a draw) gives back the event `F` took, and
+//! `F`, called again, takes it back and runs FAST. (Its own FAST copy in
+//! `F__cbi_slow` cost sqlite3.c 5% of its compile time.) The draw is in
+//! the copy so that `F` stays within gcc's limit on inlining functions not
+//! declared `inline` (`max-inline-insns-auto`, which `out2Prerelease` in
+//! `sqlite3VdbeExec` exceeded with the call to `cbi_sample()` and its test
+//! in `F`: the shell 1,136.3 M instructions that way, 1,121.6 M this
+//! way).
+//!
+//! The call back reads every parameter and refers to `F`, which would
+//! silence gcc's `-Wunused-parameter`, `-Wunused-but-set-parameter` and
+//! `-Wunused-function`. A function whose body does not read each of its
+//! parameters (as far as the front end can tell), a static function that
+//! nothing else in the unit refers to (clang's `-Wunused-function` and
+//! `-Wunneeded-internal-declaration`, or any static function in a unit
+//! clang found errors in) and one with a parameter named `F` keep a FAST
+//! copy in `F__cbi_slow` instead: `{ if (!cbi_sample()) { FAST } else {
+//! SLOW } }`. Either copy is declared before `F` and defined after it, so
+//! that gcc meets `F`'s declaration first and its warnings come in the
+//! user's order.
 //!
 //! Diagnostics stay gcc's: `F__cbi_slow`'s parameter list, SLOW and
 //! closing brace are at the user's lines and columns; `F`'s parameter
-//! list and closing brace, both FAST copies, the call and
-//! `F__cbi_slow`'s own text are system-header text. Warnings about the
+//! list and closing brace, FAST (both copies of it, where the copy keeps
+//! one), the calls and `F__cbi_slow`'s own text are system-header text. Warnings about the
 //! parameters (`-Wunused-parameter`, `-Wshadow`, ...), the body's
 //! variables (`-Wunused-variable`, decided at the block's closing brace)
 //! and at the closing brace (`-Wreturn-type`) then come once, from
 //! `F__cbi_slow`, whose body is the user's; `F` reads every
 //! parameter to pass it on. gcc names the function `F__cbi_slow` in the
 //! "In function" line above them, and a backtrace through the SLOW copy
-//! shows a frame `F__cbi_slow`, which the resolver reads as `F`.
+//! shows a frame `F__cbi_slow`, which the resolver reads as `F` (and
+//! leaves out between two frames of `F` after a declined draw).
 //!
-//! Left as they are: `main` (it may fall off its end), recursive
-//! functions (`F__cbi_slow` would need a prototype of `F` first, which
-//! would hide `-Wmissing-prototypes`, and the resolver could no longer
-//! tell the frame of `F` that called the copy from a recursive caller
-//! once gcc makes that call a tail call), variadic and non-static `inline`
+//! Left as they are: `main` (it may fall off its end), functions whose
+//! parameter list declares a tag (a `struct` first named there is a type
+//! of that list alone: the copy's would be another), recursive
+//! functions (the resolver could no longer tell the frame of `F` that
+//! called the copy from a recursive caller once gcc makes that call a
+//! tail call), variadic and non-static `inline`
 //! functions, functions with attributes on any declaration (`noreturn`,
 //! `target`, `section`: the copy would not have them), K&R and
 //! unprototyped definitions, functions whose
@@ -45,7 +64,7 @@
 //! (attributes, tag definitions) or whose declarator is not `NAME(...)`,
 //! and functions that read their own frame (`__builtin_return_address`).
 
-use crate::frontend::{Function, Storage};
+use crate::frontend::{Function, NodeKind, Storage};
 use crate::preprocessed::{LineMap, identifier_end, skip_trivia, tokens};
 
 /// The suffix of an outlined SLOW copy's name: `F__cbi_slow` holds `F`'s.
@@ -81,6 +100,9 @@ pub(super) struct Outline {
     /// The extents of `__func__` and its kin in the body, which SLOW
     /// replaces by the function's name as a string.
     pub function_names: Vec<(usize, usize)>,
+    /// On a draw that declines, `F__cbi_slow` calls `F` again instead of
+    /// holding a FAST copy of its own.
+    pub reenters: bool,
 }
 
 /// The outline of `function`'s SLOW copy, or why it has none.
@@ -97,6 +119,9 @@ pub(super) fn outline(
     }
     if function.attributed {
         return Err("attributes");
+    }
+    if function.tag_in_parameters {
+        return Err("a tag declared in the parameters");
     }
     let name_end = function.name_offset + function.name.len();
     if text.get(function.name_offset..name_end) != Some(function.name.as_bytes()) {
@@ -147,12 +172,39 @@ pub(super) fn outline(
             function_names.push((start, token_end));
         }
     }
+    // `F__cbi_slow` calls `F` by its name, which must then be neither a
+    // parameter's nor the only reference that keeps gcc from warning that
+    // `F` is unused; and the call reads every parameter, which must then
+    // be read already (or gcc would no longer warn that it is unused, or
+    // set but not used).
+    let reenters = !function.maybe_unreferenced
+        && !arguments.contains(&function.name)
+        && function
+            .locals
+            .iter()
+            .filter(|v| v.storage == Storage::Parameter)
+            .all(|parameter| is_read(function, parameter.key));
     Ok(Outline {
         specifiers,
         parameters: (open, close + 1),
         arguments,
         closing_brace,
         function_names,
+        reenters,
+    })
+}
+
+/// Whether `function`'s body reads the variable keyed `key`: a use of it,
+/// evaluated, converted to its value (where gcc also counts a read). Not
+/// `(void)p`, `&p`, `p.field` or a store, which gcc may also count: those
+/// only cost a function its re-entry.
+fn is_read(function: &Function, key: usize) -> bool {
+    function.nodes.iter().any(|node| {
+        node.kind == NodeKind::VarRef(key)
+            && node.evaluated
+            && node
+                .parent
+                .is_some_and(|parent| function.node(parent).kind == NodeKind::Implicit)
     })
 }
 

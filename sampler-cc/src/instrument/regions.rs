@@ -182,6 +182,9 @@ pub struct RegionStats {
     /// Functions whose lone run's SLOW copy is a function of its own
     /// (`-fsample-outlined-functions`).
     pub outlined_functions: usize,
+    /// Outlined functions whose copy calls `F` again on a declined draw
+    /// instead of holding a FAST copy of its own.
+    pub reentered_functions: usize,
     /// Sites inside cloned regions.
     pub cloned_sites: usize,
     /// Candidate regions left with per-site checks, by reason.
@@ -201,6 +204,7 @@ impl RegionStats {
         self.declarations += other.declarations;
         self.leaf_functions += other.leaf_functions;
         self.outlined_functions += other.outlined_functions;
+        self.reentered_functions += other.reentered_functions;
         self.cloned_sites += other.cloned_sites;
         for (reason, n) in &other.fell_back {
             *self.fell_back.entry(reason).or_default() += n;
@@ -456,6 +460,7 @@ pub(super) fn clone_regions(
                             renderer.render_outlined(region, &own, scale, outline)?;
                         outside.extend(around);
                         stats.outlined_functions += 1;
+                        stats.reentered_functions += usize::from(outline.reenters);
                         replacement
                     }
                     _ => renderer.render(region, *next_region, &own, scale, counted.as_ref())?,
@@ -2190,22 +2195,27 @@ impl Renderer<'_> {
             .map
             .marker_for(function.start, true)
             .ok_or("no line marker")?;
-        let mut slow = format!(
-            "\n{marker}static __attribute__((__noinline__, __cold__)) {} {slow_name}",
+        let head = format!(
+            "static __attribute__((__noinline__, __cold__)) {} {slow_name}",
             outline.specifiers
         );
+        let mut slow = format!("\n{marker}{head}");
         self.emit(&mut slow, open, close, false, Vec::new())?;
         // The draw is the copy's: `F` keeps only the decrement and the
         // call, small enough for gcc's inlining limits.
         slow.push_str(" { if (__builtin_expect(!cbi_sample(), 0)) {");
-        self.both(
-            &mut slow,
-            region,
-            local,
-            (start, end),
-            own,
-            Some(" } else {"),
-        )?;
+        let fast_again = (!outline.reenters).then_some(" } else {");
+        if outline.reenters {
+            // A draw that declines (a thread's first event) gives back the
+            // event `F` took, and `F` takes it again: its FAST copy runs.
+            let reentry = if function.returns_void {
+                format!("{}({arguments}); return;", function.name)
+            } else {
+                format!("return {}({arguments});", function.name)
+            };
+            write!(slow, " {}; {reentry} }} {{", region_undo(local, scale)).unwrap();
+        }
+        self.both(&mut slow, region, local, (start, end), own, fast_again)?;
         slow.push_str(" }");
         self.emit(&mut slow, brace, brace + 1, false, Vec::new())?;
         slow.push('\n');
@@ -2215,14 +2225,22 @@ impl Renderer<'_> {
             self.emit(&mut text, start, end, true, Vec::new())?;
             Ok(replacement(start, end, text))
         };
-        Ok((
-            body,
-            [
-                Insertion::point(function.start, slow),
-                as_system((open, close))?,
-                as_system((brace, brace + 1))?,
-            ],
-        ))
+        // Declared before `F`, which calls it, and defined after `F`, which
+        // it may call (a prototype of `F` would keep gcc from warning that
+        // it has none, -Wmissing-prototypes): gcc then meets `F`'s
+        // declaration first, as in the user's text, and its warnings come
+        // in the user's order.
+        let mut declaration = format!("\n{marker}{head}");
+        self.emit(&mut declaration, open, close, true, Vec::new())?;
+        declaration.push_str(";\n");
+        let mut closing = as_system((brace, brace + 1))?;
+        closing.open.push_str(&slow);
+        let around = [
+            Insertion::point(function.start, declaration),
+            as_system((open, close))?,
+            closing,
+        ];
+        Ok((body, around))
     }
 
     /// FAST, `between`, then SLOW of `extent`; SLOW alone without

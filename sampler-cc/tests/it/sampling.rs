@@ -293,14 +293,15 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     // them is its whole body, whose SLOW copy is outlined.
     let within_calls = format!(
         "24 cloned (13 runs, 9 loops of which 5 counted and 3 unrolled, 2 expressions, \
-         227 sites), 8 declaration runs, 6 leaf functions, 2 outlined functions, 4 fell back \
+         227 sites), 8 declaration runs, 6 leaf functions, 2 outlined functions of which 2 \
+         re-entered, 4 fell back \
          ({fell_back})"
     );
     // Runs may hold calls to functions with sites.
     let flat = format!(
         "26 cloned (15 runs of which 3 across calls, 9 loops of which 5 counted and 3 unrolled, \
-         2 expressions, 263 sites), 7 declaration runs, 6 leaf functions, 2 outlined functions, \
-         4 fell back \
+         2 expressions, 263 sites), 7 declaration runs, 6 leaf functions, 2 outlined functions \
+         of which 2 re-entered, 4 fell back \
          ({fell_back})"
     );
     // And the iteration of `main`'s loop, with loops inside, is one
@@ -309,7 +310,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
         format!(
             "24 cloned (13 runs of which 1 across calls, 10 loops of which {loops}1 across calls \
              and 1 nested, 1 expressions, 264 sites), 7 declaration runs, 6 leaf functions, \
-             2 outlined functions, 4 fell back ({fell_back})"
+             2 outlined functions of which 2 re-entered, 4 fell back ({fell_back})"
         )
     };
     // `vla`'s two loops, `loops`' last and `main`'s two without calls;
@@ -322,7 +323,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     // inside is innermost.
     let whole_loops = "14 cloned (13 runs of which 1 across calls, 1 loops of which 1 across calls, \
                        0 expressions, 334 sites), 3 declaration runs, \
-                       2 leaf functions, 6 outlined functions, \
+                       2 leaf functions, 6 outlined functions of which 5 re-entered, \
                        3 fell back (1 computed goto, 1 setjmp, 1 static local)";
     for (form, stats) in [
         ("-fsample-sites", per_site.as_str()),
@@ -2008,38 +2009,133 @@ fn a_function_that_is_one_run_keeps_its_slow_copy_out_of_line() {
     // Sampled (sparsity 1) the crash is in `store__cbi_slow`; never
     // sampled, in `store`'s FAST copy, which gcc may inline into `main`.
     for sparsity in ["1", "1000000000"] {
-        let report = lab.path(format!("crash-{sparsity}.report").as_str());
-        let output = lab
-            .command(lab.path("outlined"))
-            .arg("4")
-            .env("SAMPLER_FILE", &report)
-            .env("SAMPLER_SPARSITY", sparsity)
-            .output()
-            .unwrap();
-        assert_eq!(output.status.signal(), Some(11), "{output:?}");
-        let resolved = lab
-            .tool("resolve-backtrace")
-            .arg(lab.path("outlined"))
-            .stdin(std::fs::File::open(&report).unwrap())
-            .output()
-            .unwrap();
-        assert!(resolved.status.success(), "{resolved:?}");
-        let frames: Vec<String> = String::from_utf8(resolved.stdout)
-            .unwrap()
-            .lines()
-            .skip(1)
-            .take(2)
-            .map(|line| {
-                let fields: Vec<&str> = line.split('\t').collect();
-                let function = fields[2].trim_start_matches("(inlined) ");
-                let file = fields[3].rsplit('/').next().unwrap();
-                format!("{function} {file}:{}", fields[4])
-            })
-            .collect();
         assert_eq!(
-            frames,
+            crash_frames(&lab, "outlined", &["4"], sparsity),
             ["store outlined.c:10", "main outlined.c:20"],
             "sparsity {sparsity}"
+        );
+    }
+}
+
+/// The first two frames, as `function file:line`, of the backtrace that
+/// `program args` reports when it dies of SIGSEGV at `sparsity`.
+fn crash_frames(lab: &Lab, program: &str, args: &[&str], sparsity: &str) -> Vec<String> {
+    let report = lab.path(format!("{program}-crash-{sparsity}.report").as_str());
+    let output = lab
+        .command(lab.path(program))
+        .args(args)
+        .env("SAMPLER_FILE", &report)
+        .env("SAMPLER_SPARSITY", sparsity)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.signal(), Some(11), "{output:?}");
+    let resolved = lab
+        .tool("resolve-backtrace")
+        .arg(lab.path(program))
+        .stdin(std::fs::File::open(&report).unwrap())
+        .output()
+        .unwrap();
+    assert!(resolved.status.success(), "{resolved:?}");
+    String::from_utf8(resolved.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .take(2)
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let function = fields[2].trim_start_matches("(inlined) ");
+            let file = fields[3].rsplit('/').next().unwrap();
+            format!("{function} {file}:{}", fields[4])
+        })
+        .collect()
+}
+
+/// `add` is outlined, and its first call is the thread's first event,
+/// whose draw (never sampled) declines: `add__cbi_slow` gives the event
+/// back and calls `add` again, which runs FAST. `unused` is never called,
+/// so its copy does not call it (gcc still says it is unused).
+const REENTERED: &str = r#"#include <stdio.h>
+
+static int total;
+
+static int add(int *slot, int value)
+{
+    if (value > 2)
+        *slot += value;
+    else if (value > 0)
+        total += value;
+    return *slot + total;
+}
+
+static void unused(int *slot, int value)
+{
+    if (value > 2)
+        *slot = value;
+    else if (value > 0)
+        total += value;
+}
+
+int main(int argc, char **argv)
+{
+    int cell = 1;
+    int *slots[2] = { &cell, (int *)0 };
+    int sum = add(slots[argc - 1], 3);
+    sum += add(&cell, 1);
+    printf("%d %d %d\n", sum, cell, total);
+    return 0;
+}
+"#;
+
+/// A declined draw in an outlined function's SLOW copy calls the function
+/// again, which takes the same event back: outputs are gcc's at each
+/// sparsity, counters at sparsity 1 those of `-fno-sample`, a crash in
+/// the FAST code it runs is in `add` called from `main` (at `-O1`, without
+/// tail calls, through a frame of the copy between two of `add`), and
+/// gcc's warnings stay its own (`unused` is still unused).
+#[test]
+fn a_declined_draw_in_an_outlined_copy_runs_the_functions_fast_code() {
+    let lab = Lab::new();
+    lab.write("reentered.c", REENTERED);
+    let flags = ["-Wall", "-Wextra", "-g", "reentered.c", "-o"];
+    let plain = lab.gcc(&[&["-O2"][..], &flags, &["plain"]].concat());
+    let expected = diagnostics(&plain.stderr);
+    assert_eq!(
+        expected,
+        [
+            "reentered.c:22:27: warning: unused parameter ‘argv’ [-Wunused-parameter]",
+            "reentered.c:14:13: warning: ‘unused’ defined but not used [-Wunused-function]",
+        ]
+    );
+    assert_eq!(lab.run("plain", &[], "plain.report", &[]), "9 4 1\n");
+    let scheme = "-fsampler-scheme=branches";
+    let exact = lab.cc(&[&[scheme, "-fno-sample", "-O2"][..], &flags, &["exact"]].concat());
+    assert_eq!(diagnostics(&exact.stderr), expected);
+    lab.run("exact", &[], "exact.report", &[]);
+    let exact = counters(&lab.resolve("exact.report", &["exact"]));
+    assert_eq!(exact.len(), 4, "{exact:?}");
+    for level in ["-O1", "-O2"] {
+        let program = format!("sampled{level}");
+        let ours = lab.cc(&[&[scheme, level][..], &flags, &[&program]].concat());
+        assert_eq!(diagnostics(&ours.stderr), expected, "{level}");
+        let copies: Vec<String> = lab
+            .symbols(&program)
+            .into_iter()
+            .map(|(_, name)| name)
+            .filter(|name| name.contains("__cbi_slow"))
+            .collect();
+        assert_eq!(copies, ["add__cbi_slow"], "{level}");
+        for sparsity in ["1", "10", "1000000000"] {
+            let report = format!("{program}-{sparsity}.report");
+            let env = [("SAMPLER_SPARSITY", sparsity)];
+            assert_eq!(lab.run(&program, &[], &report, &env), "9 4 1\n");
+            if sparsity == "1" {
+                assert_eq!(counters(&lab.resolve(&report, &[&program])), exact);
+            }
+        }
+        assert_eq!(
+            crash_frames(&lab, &program, &["x"], "1000000000"),
+            ["add reentered.c:8", "main reentered.c:26"],
+            "{level}"
         );
     }
 }
