@@ -4,10 +4,12 @@
 #                                resolve-samples, resolve-timestamps,
 #                                resolve-backtrace, sampler-collector, sampler-run
 #   PREFIX/lib/sampler/          libsampler_runtime.so and .a (the runtime)
-#   PREFIX/libexec/sampler-cc/   cc1, the compiler stage gcc runs (a link
-#                                to sampler-cc)
+#   PREFIX/libexec/sampler-cc/   cc1, the compiler stage gcc runs (a
+#                                relative link to sampler-cc)
 #   PREFIX/include/sampler.h     the runtime's C interface
-# sampler-cc finds the runtime and its stage from its own location.
+# sampler-cc finds the runtime and its stage from its own location, so the
+# installed tree may be moved or copied whole (a staging PREFIX packaged
+# elsewhere).
 #
 # Usage: scripts/install.sh PREFIX
 set -euo pipefail
@@ -25,6 +27,6 @@ for tool in sampler-cc extract-section extract-report resolve-samples resolve-ti
     install -m 755 "$release/$tool" "$prefix/bin/$tool"
 done
 SAMPLER_CC="$release/sampler-cc" "$root/scripts/package-runtime.sh" "$release/libsampler_runtime.a" "$prefix/lib/sampler"
-ln -sfn "$prefix/bin/sampler-cc" "$prefix/libexec/sampler-cc/cc1"
+ln -sfn ../../bin/sampler-cc "$prefix/libexec/sampler-cc/cc1"
 install -m 644 "$root/runtime/include/sampler.h" "$prefix/include/sampler.h"
 echo "installed in $prefix"
