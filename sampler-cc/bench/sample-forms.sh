@@ -22,7 +22,7 @@ schemes="-fsampler-scheme=branches -fsampler-scheme=returns -fsampler-scheme=sca
 cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
 mkdir -p "$cache"
 die() { echo "sample-forms.sh: $*" >&2; exit 2; }
-# shellcheck source=../../scripts/lib/debian-source.sh
+# shellcheck source-path=SCRIPTDIR source=../../scripts/lib/debian-source.sh
 . "$(dirname "$0")/../../scripts/lib/debian-source.sh"
 mkdir -p "$work"
 # FORMS (environment): the sampled forms to compare with plain, among
@@ -113,10 +113,10 @@ for p in "$@"; do
     for ((r = 0; r < runs; r++)); do
         for v in "${variants[@]}"; do
             f=${v%%-*}
-            rm -f $work/time.txt
+            rm -f "$work"/time.txt
             read -r -a vars <<<"$(env_of "$v")"
             workload "$p" "$(binary "$p" "$f")" "$full" "$work/out/$v" env "${vars[@]}" /usr/bin/time -a -o "$work/time.txt" -f '%U %S'
-            t=$(awk '{s+=$1+$2} END {printf "%.3f", s}' $work/time.txt)
+            t=$(awk '{s+=$1+$2} END {printf "%.3f", s}' "$work"/time.txt)
             times[$v]+=" $t"
             echo "round $r $p $v $t" >&2
         done
@@ -124,19 +124,25 @@ for p in "$@"; do
     declare -A ir=()
     for v in "${variants[@]}"; do
         f=${v%%-*}
-        rm -f $work/cg.log
+        rm -f "$work"/cg.log
         read -r -a vars <<<"$(env_of "$v")"
         workload "$p" "$(binary "$p" "$f")" "$small" "$work/out/$v" env "${vars[@]}" valgrind --tool=callgrind --callgrind-out-file="$work/cg.%p.out" --log-file="$work/cg.log.%p"
-        ir[$v]=$(cat $work/cg.log.* | grep -h "Collected" | awk '{s+=$4} END {printf "%.0f", s}')
-        rm -f $work/cg.log.*
-        rm -f $work/cg.*.out
+        ir[$v]=$(cat "$work"/cg.log.* | grep -h "Collected" | awk '{s+=$4} END {printf "%.0f", s}')
+        rm -f "$work"/cg.log.*
+        rm -f "$work"/cg.*.out
         echo "callgrind $p $v ${ir[$v]}" >&2
     done
     echo "| $p | median CPU s | ratio | Ir (callgrind) | Ir ratio | runs |"
     echo "|---|---:|---:|---:|---:|---|"
-    pm=$(printf '%s\n' ${times[plain]} | sort -g | awk '{v[NR]=$1} END {print (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}')
+    # The median of one variant's times, kept as " t1 t2 ...".
+    median() {
+        local -a all
+        read -r -a all <<<"${times[$1]}"
+        printf '%s\n' "${all[@]}" | sort -g | awk '{v[NR]=$1} END {print (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}'
+    }
+    pm=$(median plain)
     for v in "${variants[@]}"; do
-        m=$(printf '%s\n' ${times[$v]} | sort -g | awk '{v[NR]=$1} END {print (NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2}')
-        echo "| $v | $m | $(awk -v a=$m -v b=$pm 'BEGIN{printf "%.3f", a/b}') | ${ir[$v]} | $(awk -v a=${ir[$v]} -v b=${ir[plain]} 'BEGIN{printf "%.3f", a/b}') |${times[$v]} |"
+        m=$(median "$v")
+        echo "| $v | $m | $(awk -v a="$m" -v b="$pm" 'BEGIN{printf "%.3f", a/b}') | ${ir[$v]} | $(awk -v a="${ir[$v]}" -v b="${ir[plain]}" 'BEGIN{printf "%.3f", a/b}') |${times[$v]} |"
     done
 done
