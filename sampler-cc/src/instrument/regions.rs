@@ -113,7 +113,7 @@
 //! (outline.rs, [`Renderer::render_outlined`]).
 //!
 //! With `-fsample-nested-loops` too (the default), the iteration of a loop
-//! with loops inside (in its body, without named labels) is a loop region
+//! with loops inside (in its body) is a loop region
 //! the same way (the global countdown, or the function's local in a leaf
 //! function; unsplit, never counted). Its inner loops (its *holes*) are
 //! planned as if it were not a region, but not nested again; each of its
@@ -1281,10 +1281,10 @@ impl<'a> Planner<'a> {
         {
             return false;
         }
-        // Loops inside: with `-fsample-nested-loops`, in the body only,
-        // outside other nested regions and without named labels (the
-        // inner regions' copies are rendered once per copy of this one,
-        // and their labels would be defined twice).
+        // Loops inside: with `-fsample-nested-loops`, in the body only and
+        // outside other nested regions (the inner regions' copies are
+        // rendered once per copy of this one, each copy with its own
+        // names for their labels: `Renderer::copy_label`).
         let mut holes = Vec::new();
         if iteration.clone().any(|part| self.cyclic[part]) {
             if !self.nested_loops
@@ -1297,10 +1297,6 @@ impl<'a> Planner<'a> {
                 return false;
             }
             holes = self.inner_loops(body);
-            if holes.iter().any(|&hole| self.named_label[hole]) {
-                self.stats.fall_back("label in an inner loop");
-                return false;
-            }
         }
         let across_calls = iteration.clone().any(|part| self.weighty[part]);
         let inner: u32 = holes.iter().map(|&hole| self.sum[hole]).sum();
@@ -1776,6 +1772,25 @@ enum Version {
 }
 
 impl Renderer<'_> {
+    /// The name a named label of the region being rendered takes in
+    /// `copy`, if not its own: FAST's labels are `__cbi_fast_NAME`. An
+    /// inner region of a nested loop region is rendered into both copies
+    /// of it, so that in the nested region's FAST copy its labels take
+    /// other names again (`__cbi_nest_NAME` in its SLOW copy,
+    /// `__cbi_nest_fast_NAME` in its FAST copy): each of the four copies
+    /// of the label is defined once. (A label of the nested region's own
+    /// text, outside its inner regions, is `__cbi_fast_NAME` in its FAST
+    /// copy, where jumps out of an inner region reach it.)
+    fn copy_label(&self, name: &str, copy: Version) -> Option<String> {
+        let fast = copy == Version::Fast;
+        match (self.in_fast.get().is_some(), fast) {
+            (false, false) => None,
+            (false, true) => Some(format!("__cbi_fast_{name}")),
+            (true, false) => Some(format!("__cbi_nest_{name}")),
+            (true, true) => Some(format!("__cbi_nest_fast_{name}")),
+        }
+    }
+
     /// The countdown's local for region `number`: the function's own in a
     /// leaf function, else the region's.
     fn local(&self, number: usize) -> String {
@@ -2774,7 +2789,7 @@ impl Renderer<'_> {
                             .is_none_or(|t| !inside(t) || looping.is_some_and(|l| l.node == t)),
                         Jump::Continue => self.continue_target(id).is_none_or(|t| !inside(t)),
                         Jump::Goto(name) => {
-                            let to_fast = |insertions: &mut Vec<Insertion>| {
+                            let to = |insertions: &mut Vec<Insertion>, renamed: String| {
                                 let spelled = &text[node.start..node.end];
                                 if !spelled.ends_with(name.as_bytes()) {
                                     return Err("goto spelling");
@@ -2782,7 +2797,7 @@ impl Renderer<'_> {
                                 insertions.push(replacement(
                                     node.end - name.len(),
                                     node.end,
-                                    format!("__cbi_fast_{name}"),
+                                    renamed,
                                 ));
                                 Ok(())
                             };
@@ -2794,17 +2809,17 @@ impl Renderer<'_> {
                                     .is_some_and(|(s, e)| n.start >= s && n.end <= e)
                             };
                             match label {
-                                // Inside: the fast copy jumps to its own label.
+                                // Inside: each copy jumps to its own label.
                                 Some(label) if inside(label) => {
-                                    if copy == Version::Fast {
-                                        to_fast(&mut insertions)?;
+                                    if let Some(renamed) = self.copy_label(name, copy) {
+                                        to(&mut insertions, renamed)?;
                                     }
                                     false
                                 }
                                 // Out of an inner region, to a label of the
                                 // nested region's FAST copy it is rendered in.
                                 Some(label) if in_fast_copy(label) => {
-                                    to_fast(&mut insertions)?;
+                                    to(&mut insertions, format!("__cbi_fast_{name}"))?;
                                     true
                                 }
                                 _ => true,
@@ -2824,7 +2839,10 @@ impl Renderer<'_> {
                         store_before(function, text, id, local).ok_or("statement end not found")?,
                     );
                 }
-                NodeKind::Labelled(Label::Named(name)) if copy == Version::Fast => {
+                NodeKind::Labelled(Label::Named(name)) => {
+                    let Some(renamed) = self.copy_label(name, copy) else {
+                        continue;
+                    };
                     if !text[node.start..].starts_with(name.as_bytes()) {
                         return Err("label spelling");
                     }
@@ -2835,11 +2853,7 @@ impl Renderer<'_> {
                     if text.get(colon) != Some(&b':') {
                         return Err("label spelling");
                     }
-                    insertions.push(replacement(
-                        node.start,
-                        node.start + name.len(),
-                        format!("__cbi_fast_{name}"),
-                    ));
+                    insertions.push(replacement(node.start, node.start + name.len(), renamed));
                     insertions.push(replacement(
                         colon + 1,
                         colon + 1,

@@ -1502,6 +1502,102 @@ fn nested_loop_iterations_are_one_event_and_their_inner_loops_their_own() {
     }
 }
 
+/// Inner loops whose iterations hold named labels, as `sqlite3VdbeExec`'s
+/// dispatch loop has (`seekscan_search_fail:` in a `while (1)` of one of
+/// its cases): the outer iteration is still one nested region. Each of the
+/// four copies of such a label (FAST and SLOW of the inner region, in FAST
+/// and SLOW of the outer one) has a name of its own, and each `goto`
+/// reaches the copy it is in, as does the `goto` out of an inner region to
+/// a label of the outer iteration.
+const LABELLED: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+
+static long scan(const int *v, int n, int rounds)
+{
+    long found = 0;
+    for (int r = 0; r < rounds; r++) {
+        int i = 0;
+        if (r % 3 == 0)
+            found++;
+        while (1) {
+            if (v[i] > r % 50) {
+            hit:
+                found += i;
+                break;
+            }
+            if (++i >= n) {
+                if (r & 1)
+                    goto hit;
+                if (r % 7 == 0)
+                    goto skip;
+                break;
+            }
+        }
+        if (found % 5 == 0)
+            found += 2;
+    skip:
+        found ^= r;
+    }
+    return found;
+}
+
+int main(int argc, char **argv)
+{
+    int v[40];
+    int rounds = argc > 1 ? atoi(argv[1]) : 5000;
+    for (int i = 0; i < 40; i++)
+        v[i] = (i * 37) % 61;
+    printf("%ld\n", scan(v, 40, rounds));
+    return 0;
+}
+"#;
+
+/// See [`LABELLED`]: the program's output at every sparsity, exact counts
+/// at sparsity 1, none never sampled, and gcc's warnings, with the outer
+/// loop one nested region (nothing falls back).
+#[test]
+fn inner_loops_with_labels_stay_in_their_nested_region() {
+    let lab = Lab::new();
+    lab.write("labelled.c", LABELLED);
+    let flags = ["-O2", "-Wall", "-Wextra", "labelled.c", "-o"];
+    let plain = lab.gcc(&[&flags[..], &["plain"]].concat());
+    let warnings = diagnostics(&plain.stderr);
+    let expected = lab.run("plain", &[], "none", &[]);
+    assert_eq!(expected, "4155\n");
+    let schemes = ["-fsampler-strict", "-fsampler-scheme=branches"];
+    let exact = lab.cc(&[&schemes[..], &["-fno-sample"], &flags, &["exact"]].concat());
+    assert_eq!(diagnostics(&exact.stderr), warnings);
+    assert_eq!(lab.run("exact", &[], "exact.report", &[]), expected);
+    let exact = counters(&lab.resolve("exact.report", &["exact"]));
+    let built = lab.cc(&[&schemes[..], &["-fsampler-stats"], &flags, &["nested"]].concat());
+    assert_eq!(diagnostics(&built.stderr), warnings);
+    let stats = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stats.contains("(0 runs, 3 loops of which 1 counted and 1 nested, 0 expressions, 8 sites)")
+            && stats.contains(", 0 fell back"),
+        "{stats}"
+    );
+    for sparsity in ["1", "10", "1000", "1000000000"] {
+        let report = format!("nested-{sparsity}.report");
+        let env = [("SAMPLER_SPARSITY", sparsity)];
+        assert_eq!(
+            lab.run("nested", &[], &report, &env),
+            expected,
+            "{sparsity}"
+        );
+        let observed = counters(&lab.resolve(&report, &["nested"]));
+        match sparsity {
+            "1" => assert_eq!(observed, exact),
+            // Never sampled: no jump of a FAST copy lands in a SLOW one.
+            "1000000000" => {
+                assert_eq!(observed.len(), exact.len());
+                assert!(observed.values().flatten().all(|&n| n == 0), "{observed:?}");
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The counters of `resolve-samples` output as (scheme, site index,
 /// counters), sites in table order (one unit).
 fn indexed(resolved: &str) -> Vec<(String, usize, Vec<u64>)> {
