@@ -226,7 +226,8 @@ fn analyse_here(text: &[u8], flags: &[String]) -> Result<Unit, FrontendError> {
             .map(|location| location.get_file_location().offset as usize)
             .map_or(start, |offset| offset.saturating_sub(shift));
         let is_extern = entity.get_storage_class() == Some(StorageClass::Extern);
-        let is_static = entity.get_storage_class() == Some(StorageClass::Static);
+        // Also a definition without `static` after a static declaration.
+        let is_static = entity.get_linkage() == Some(Linkage::Internal);
         let gnu_extern_inline = entity.is_inline_function()
             && is_extern
             && (builder.gnu89 || contains(header, b"gnu_inline"));

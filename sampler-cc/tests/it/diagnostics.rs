@@ -891,3 +891,28 @@ fn a_tag_declared_in_the_parameters_keeps_its_function_whole() {
         "{built:?}"
     );
 }
+
+/// A function declared `static` and defined without the keyword is still
+/// static: unused, gcc says so, and its outlined copy must not call it
+/// back (that reference would silence the warning).
+#[test]
+fn a_static_function_defined_without_static_stays_unused() {
+    let lab = Lab::new();
+    lab.write(
+        "late.c",
+        "int g(int);\n\
+         static int late(int v);\n\
+         int late(int v)\n\
+         {\n\
+         \x20   if (v > 2)\n\
+         \x20       return g(v);\n\
+         \x20   if (v > 1)\n\
+         \x20       return 1;\n\
+         \x20   return 0;\n\
+         }\n",
+    );
+    let expected = ["late.c:3:5: warning: ‘late’ defined but not used [-Wunused-function]"];
+    for optimise in ["-O0", "-O2"] {
+        same_warnings(&lab, "late.c", &[optimise], &expected);
+    }
+}
