@@ -86,7 +86,7 @@ fn merge_outlined_copies(frames: &mut Vec<SymbolizedFrame>) {
         let outlined = frames[index].function.as_deref().and_then(|name| {
             let at = name.find(OUTLINED_SUFFIX)?;
             let rest = &name[at + OUTLINED_SUFFIX.len()..];
-            (at > 0 && (rest.is_empty() || rest.starts_with('.')))
+            (at > 0 && is_clone_suffix(rest))
                 .then(|| (name[..at].to_owned(), format!("{}{rest}", &name[..at])))
         });
         let Some((caller, renamed)) = outlined else {
@@ -101,7 +101,7 @@ fn merge_outlined_copies(frames: &mut Vec<SymbolizedFrame>) {
             .and_then(|before| frames[before].function.as_deref())
             .is_some_and(|name| {
                 name.strip_prefix(caller.as_str())
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+                    .is_some_and(is_clone_suffix)
             });
         if reentered {
             // The frame of `F` inside stands for the call of `F` outside:
@@ -117,6 +117,12 @@ fn merge_outlined_copies(frames: &mut Vec<SymbolizedFrame>) {
         }
         index += 1;
     }
+}
+
+/// What follows a function's name in the name of gcc's copy of it:
+/// nothing, or a clone's suffix (`.constprop.0`, `.isra.0`).
+fn is_clone_suffix(rest: &str) -> bool {
+    rest.is_empty() || rest.starts_with('.')
 }
 
 /// Where a frame's address lies.
@@ -578,72 +584,70 @@ mod tests {
         let expected = |list: &[(&str, bool)]| -> Vec<(String, bool)> {
             list.iter().map(|&(n, i)| (n.to_owned(), i)).collect()
         };
+        let merged = |mut frames: Vec<SymbolizedFrame>| {
+            merge_outlined_copies(&mut frames);
+            names(&frames)
+        };
         // Called from `store`, which was inlined into `main`.
-        let mut frames = vec![
+        let frames = vec![
             named("strlen_like", true),
             named("store__cbi_slow", false),
             named("store", true),
             named("main", false),
         ];
-        merge_outlined_copies(&mut frames);
         assert_eq!(
-            names(&frames),
+            merged(frames),
             expected(&[("strlen_like", true), ("store", false), ("main", false)])
         );
         // A tail call: no frame of `store`; a clone's name keeps its suffix.
-        let mut frames = vec![
+        let frames = vec![
             named("store__cbi_slow.constprop.0", false),
             named("main", false),
         ];
-        merge_outlined_copies(&mut frames);
         assert_eq!(
-            names(&frames),
+            merged(frames),
             expected(&[("store.constprop.0", false), ("main", false)])
         );
         // A declined draw: the copy called `store` again, which crashed
         // (inlined into the copy, or not); with tail calls, no frame of
         // the copy's caller.
         for inlined in [false, true] {
-            let mut frames = vec![
+            let frames = vec![
                 named("strlen_like", true),
                 named("store", inlined),
                 named("store__cbi_slow", false),
                 named("store", true),
                 named("main", false),
             ];
-            merge_outlined_copies(&mut frames);
             assert_eq!(
-                names(&frames),
+                merged(frames),
                 expected(&[("strlen_like", true), ("store", true), ("main", false)])
             );
         }
-        let mut frames = vec![
+        let frames = vec![
             named("store.isra.0", false),
             named("store__cbi_slow", false),
             named("main", false),
         ];
-        merge_outlined_copies(&mut frames);
         assert_eq!(
-            names(&frames),
+            merged(frames),
             expected(&[("store.isra.0", false), ("main", false)])
         );
         // Another function's frame before the copy is not a re-entry.
-        let mut frames = vec![
+        let frames = vec![
             named("storex", false),
             named("store__cbi_slow", false),
             named("store", false),
             named("main", false),
         ];
-        merge_outlined_copies(&mut frames);
         assert_eq!(
-            names(&frames),
+            merged(frames),
             expected(&[("storex", false), ("store", false), ("main", false)])
         );
         // Names that only contain the suffix stay.
-        let mut frames = vec![named("__cbi_slow", false), named("x__cbi_slowly", false)];
-        merge_outlined_copies(&mut frames);
+        let frames = vec![named("__cbi_slow", false), named("x__cbi_slowly", false)];
         assert_eq!(
-            names(&frames),
+            merged(frames),
             expected(&[("__cbi_slow", false), ("x__cbi_slowly", false)])
         );
     }
