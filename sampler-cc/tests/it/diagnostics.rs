@@ -31,6 +31,24 @@ fn same_warnings(lab: &Lab, file: &str, flags: &[&str], expected: &[&str]) {
     }
 }
 
+/// What `-fsampler-stats` prints for `file` compiled with `schemes`.
+fn stats(lab: &Lab, file: &str, schemes: &[&str]) -> String {
+    let schemes: Vec<String> = schemes
+        .iter()
+        .map(|scheme| format!("-fsampler-scheme={scheme}"))
+        .collect();
+    let mut args = vec![
+        "-fsampler-strict",
+        "-fsampler-stats",
+        "-c",
+        file,
+        "-o",
+        "stats.o",
+    ];
+    args.extend(schemes.iter().map(String::as_str));
+    String::from_utf8_lossy(&lab.cc(&args).stderr).into_owned()
+}
+
 /// A global named like a library function: clang's builtin `exp` must not
 /// make the front end reject the function that indexes the array.
 #[test]
@@ -815,20 +833,10 @@ fn outlined_functions_keep_their_warnings() {
         same_warnings(&lab, "outlined.c", &[optimise, "-Wshadow"], &expected);
     }
     // Four functions are outlined; `die`, declared `noreturn`, is not.
-    let built = lab.cc(&[
-        "-fsampler-strict",
-        "-fsampler-scheme=branches",
-        "-fsampler-scheme=returns",
-        "-fsampler-stats",
-        "-c",
-        "outlined.c",
-        "-o",
-        "stats.o",
-    ]);
+    let stats = stats(&lab, "outlined.c", &["branches", "returns"]);
     assert!(
-        String::from_utf8_lossy(&built.stderr)
-            .contains(", 4 outlined functions of which 2 re-entered, "),
-        "{built:?}"
+        stats.contains(", 4 outlined functions of which 2 re-entered, "),
+        "{stats}"
     );
     // The same warnings, in the same order, with -Wmissing-prototypes:
     // gcc meets `F`'s declaration before its copy's definition.
@@ -876,19 +884,10 @@ fn a_tag_declared_in_the_parameters_keeps_its_function_whole() {
         same_warnings(&lab, "tag.c", &[optimise], &expected);
     }
     // `take`, whose tag was declared before, is outlined.
-    let built = lab.cc(&[
-        "-fsampler-strict",
-        "-fsampler-scheme=branches",
-        "-fsampler-stats",
-        "-c",
-        "tag.c",
-        "-o",
-        "stats.o",
-    ]);
+    let stats = stats(&lab, "tag.c", &["branches"]);
     assert!(
-        String::from_utf8_lossy(&built.stderr)
-            .contains(", 1 outlined functions of which 1 re-entered, "),
-        "{built:?}"
+        stats.contains(", 1 outlined functions of which 1 re-entered, "),
+        "{stats}"
     );
 }
 

@@ -2066,18 +2066,11 @@ fn a_function_that_is_one_run_keeps_its_slow_copy_out_of_line() {
     build("outlined", "-fsample-outlined-functions");
     build("inline", "-fno-sample-outlined-functions");
     build("exact", "-fno-sample");
-    let slow_copies = |program: &str| -> Vec<String> {
-        lab.symbols(program)
-            .into_iter()
-            .map(|(_, name)| name)
-            .filter(|name| name.contains("__cbi_slow"))
-            .collect()
-    };
     assert_eq!(
-        slow_copies("outlined"),
+        slow_copies(&lab, "outlined"),
         ["store__cbi_slow", "where__cbi_slow"]
     );
-    assert!(slow_copies("inline").is_empty());
+    assert!(slow_copies(&lab, "inline").is_empty());
 
     let sparsity_1 = [("SAMPLER_SPARSITY", "1")];
     assert_eq!(
@@ -2111,6 +2104,15 @@ fn a_function_that_is_one_run_keeps_its_slow_copy_out_of_line() {
             "sparsity {sparsity}"
         );
     }
+}
+
+/// The outlined SLOW copies (`F__cbi_slow`) among `program`'s symbols.
+fn slow_copies(lab: &Lab, program: &str) -> Vec<String> {
+    lab.symbols(program)
+        .into_iter()
+        .map(|(_, name)| name)
+        .filter(|name| name.contains("__cbi_slow"))
+        .collect()
 }
 
 /// The first two frames, as `function file:line`, of the backtrace that
@@ -2213,13 +2215,7 @@ fn a_declined_draw_in_an_outlined_copy_runs_the_functions_fast_code() {
         let program = format!("sampled{level}");
         let ours = lab.cc(&[&[scheme, level][..], &flags, &[&program]].concat());
         assert_eq!(diagnostics(&ours.stderr), expected, "{level}");
-        let copies: Vec<String> = lab
-            .symbols(&program)
-            .into_iter()
-            .map(|(_, name)| name)
-            .filter(|name| name.contains("__cbi_slow"))
-            .collect();
-        assert_eq!(copies, ["add__cbi_slow"], "{level}");
+        assert_eq!(slow_copies(&lab, &program), ["add__cbi_slow"], "{level}");
         for sparsity in ["1", "10", "1000000000"] {
             let report = format!("{program}-{sparsity}.report");
             let env = [("SAMPLER_SPARSITY", sparsity)];
