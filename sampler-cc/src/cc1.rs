@@ -248,7 +248,10 @@ fn instrument_file(
             counts.join(", "),
             regions.runs + regions.loops + regions.expressions,
             regions.runs,
-            of_which(&[(regions.runs_across_calls, "across calls")]),
+            of_which(&[
+                (regions.runs_across_calls, "across calls"),
+                (regions.nested_runs, "nested"),
+            ]),
             regions.loops,
             of_which(&[
                 (regions.counted_loops, "counted"),

@@ -63,6 +63,10 @@ pub struct Options {
     /// inside is one region, its inner loops' events its own
     /// (`-fsample-nested-loops`, default).
     pub sample_nested_loops: bool,
+    /// With `sample_nested_loops`, a run of statements may hold small
+    /// innermost loops, one event for its own sites, the loops'
+    /// iterations events of their own (`-fsample-nested-runs`, default).
+    pub sample_nested_runs: bool,
     /// With `sample_regions`, a function whose sites all lie in one run
     /// of its whole body keeps its SLOW copy in a function of its own
     /// (`-fsample-outlined-functions`, default).
@@ -115,6 +119,7 @@ impl Default for Options {
             sample_unrolled_loops: true,
             sample_across_calls: true,
             sample_nested_loops: true,
+            sample_nested_runs: true,
             sample_outlined_functions: true,
             inline_allowance: false,
             threads: false,
@@ -346,6 +351,13 @@ pub const FLAGS: &[FlagGroup] = &[
         meaning: "with -fsample-across-calls: the iteration of a loop with loops inside is one \
                   event, the inner loops' iterations events of their own (default), or the \
                   outer loop's condition, step and runs are events each",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-nested-runs", |o| o.sample_nested_runs = true),
+            switch("-fno-sample-nested-runs", |o| o.sample_nested_runs = false),
+        ],
+        meaning: "with -fsample-nested-loops: a run of statements holding small innermost                   loops is one event for its own sites, the loops' iterations events of their                   own (default), or the loops end runs",
     },
     FlagGroup {
         flags: &[

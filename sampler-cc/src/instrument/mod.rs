@@ -382,6 +382,7 @@ fn instrument_here(
                     unrolled_loops: options.sample_unrolled_loops,
                     across_calls: options.sample_across_calls,
                     nested_loops: options.sample_nested_loops,
+                    nested_runs: options.sample_nested_runs,
                     outlined_functions: options.sample_regions && options.sample_outlined_functions,
                 },
                 &mut found.insertions,

@@ -121,6 +121,15 @@
 //! ([`Renderer::nest_copies`]), and their remaining per-site checks. Its
 //! SLOW copy observes its own sites only: each inner iteration stays an
 //! event of its own.
+//!
+//! With `-fsample-nested-runs` too (the default), a run of statements may
+//! hold loops the same way, as holes, when each of them is innermost and
+//! together they are small ([`Planner::joins_run`]), and when the run's
+//! own sites would otherwise take two events or more
+//! ([`Planner::nesting_saves`]): a function shaped like sqlite3's
+//! `vdbeSorterCompareInt` (declarations, an `if` whose branch holds a
+//! loop, code after it) takes one event per call for its own sites, plus
+//! its loop's.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -179,6 +188,9 @@ pub struct RegionStats {
     /// Loops among `loops` with loops inside, whose regions each copy of
     /// the iteration holds (`-fsample-nested-loops`).
     pub nested_loops: usize,
+    /// Runs among `runs` with loops inside, whose regions each copy of the
+    /// run holds (`-fsample-nested-runs`).
+    pub nested_runs: usize,
     /// Functions whose lone run's SLOW copy is a function of its own
     /// (`-fsample-outlined-functions`).
     pub outlined_functions: usize,
@@ -200,6 +212,7 @@ impl RegionStats {
         self.counted_loops += other.counted_loops;
         self.unrolled_loops += other.unrolled_loops;
         self.nested_loops += other.nested_loops;
+        self.nested_runs += other.nested_runs;
         self.expressions += other.expressions;
         self.declarations += other.declarations;
         self.leaf_functions += other.leaf_functions;
@@ -298,6 +311,9 @@ pub(super) struct Forms {
     /// `-fsample-nested-loops` (with `across_calls`): a loop's iteration
     /// may hold loops, whose regions each copy of it holds.
     pub nested_loops: bool,
+    /// `-fsample-nested-runs` (with `nested_loops`): a run may hold small
+    /// innermost loops, whose regions each copy of it holds.
+    pub nested_runs: bool,
     /// `-fsample-outlined-functions` (with `per_region`): a lone run of a
     /// function's whole body keeps its SLOW copy in a function of its own
     /// (outline.rs).
@@ -339,6 +355,7 @@ pub(super) fn clone_regions(
     if let [region] = planner.regions.as_mut_slice()
         && forms.per_region
         && matches!(region.shape, Shape::Run { .. })
+        && region.holes.is_empty()
         && region.sites == body_sites
     {
         region.lone = true;
@@ -476,7 +493,11 @@ pub(super) fn clone_regions(
                 for (inner, (scale, counted)) in inner.iter().zip(&plans) {
                     renderer.tally(inner, *scale, counted.is_some(), stats, in_regions);
                 }
-                stats.nested_loops += usize::from(!region.holes.is_empty());
+                let nested = usize::from(!region.holes.is_empty());
+                match region.shape {
+                    Shape::Run { .. } => stats.nested_runs += nested,
+                    _ => stats.nested_loops += nested,
+                }
                 rendered.push((region.start, region.end));
                 outside.push(Insertion {
                     start: region.start,
@@ -781,6 +802,16 @@ fn unclonable_function(function: &Function, text: &[u8]) -> Option<&'static str>
 /// much as the iteration.
 const WHOLE_LOOP_NODES: u32 = 128;
 
+/// The most syntax nodes a nested run's loops may have together
+/// (`-fsample-nested-runs`): each copy of the run holds them, FAST and
+/// SLOW copies of their own regions included, so they cost four times
+/// their size where they cost twice. In sqlite3.c, 80 takes the runs
+/// that pay (`vdbeSorterCompareInt`'s loop has 72 nodes, `freeSpace`'s
+/// 62): the shell runs as few instructions as with 200, and the object's
+/// text grows 3.1% where 200 made it grow 5.4% (BENCHMARKS.md, "Sampling:
+/// runs that hold loops").
+const NESTED_RUN_HOLE_NODES: u32 = 80;
+
 struct Planner<'a> {
     function: &'a Function,
     text: &'a [u8],
@@ -807,6 +838,8 @@ struct Planner<'a> {
     /// regions are then not nested again: each level doubles the copies).
     nested_loops: bool,
     nesting: bool,
+    /// A run may hold small innermost loops (`-fsample-nested-runs`).
+    nested_runs: bool,
     /// `-fsample-regions`: a region's execution is one event, whatever
     /// paths it takes, so a backward `goto` inside it is no obstacle.
     per_region: bool,
@@ -849,6 +882,10 @@ impl<'a> Planner<'a> {
             across_calls: forms.per_region && forms.across_calls,
             nested_loops: forms.per_region && forms.across_calls && forms.nested_loops,
             nesting: false,
+            nested_runs: forms.per_region
+                && forms.across_calls
+                && forms.nested_loops
+                && forms.nested_runs,
             statics: function
                 .locals
                 .iter()
@@ -955,15 +992,17 @@ impl<'a> Planner<'a> {
         match self.function.node(id).kind {
             NodeKind::Compound => {
                 let items = self.function.node(id).children.clone();
-                self.plan_items(&items);
+                self.plan_items(&items, true, true);
             }
-            _ => self.plan_items(&[id]),
+            _ => self.plan_items(&[id], true, true),
         }
     }
 
     /// Groups a block's statements into runs; statements that cannot be in
-    /// one are searched for smaller regions.
-    fn plan_items(&mut self, items: &[NodeId]) {
+    /// one are searched for smaller regions. `reaches_end`: the last item
+    /// ends its block; `nest_runs`: statements with small innermost loops
+    /// may join a run, the loops its holes ([`Planner::joins_run`]).
+    fn plan_items(&mut self, items: &[NodeId], reaches_end: bool, nest_runs: bool) {
         let mut run: Vec<NodeId> = Vec::new();
         let mut run_start = 0;
         for &item in items {
@@ -978,7 +1017,7 @@ impl<'a> Planner<'a> {
                 self.descend(inner);
                 continue;
             }
-            if let Some(reason) = self.boundary(inner) {
+            if let Some(reason) = self.boundary(inner, nest_runs) {
                 self.flush(&mut run, run_start, false);
                 if let Some(reason) = reason
                     && self.sum[inner] >= 2
@@ -993,7 +1032,7 @@ impl<'a> Planner<'a> {
             }
             run.push(item);
         }
-        self.flush(&mut run, run_start, true);
+        self.flush(&mut run, run_start, reaches_end);
     }
 
     /// Whether statement `id` is a fallthrough attribute (on an empty
@@ -1029,18 +1068,83 @@ impl<'a> Planner<'a> {
     /// Whether statement `id` cannot be part of a run: `Some(None)` for
     /// the program's structure (a loop or weighty call inside),
     /// `Some(Some(reason))` for what cloning cannot copy.
-    fn boundary(&self, id: NodeId) -> Option<Option<&'static str>> {
-        if (self.weighty[id] && !self.across_calls) || self.cyclic[id] {
+    fn boundary(&self, id: NodeId, nest_runs: bool) -> Option<Option<&'static str>> {
+        if (self.weighty[id] && !self.across_calls)
+            || (self.cyclic[id] && !(nest_runs && self.joins_run(id)))
+        {
             return Some(None);
         }
         let node = self.function.node(id);
+        // A statement with loops that cannot join a run is searched as
+        // before, where its loops and blocks say why they fall back.
+        let reason = |reason| Some((!self.cyclic[id]).then_some(reason));
         if self.has_static(node.start, node.end) {
-            return Some(Some("static local"));
+            return reason("static local");
         }
         if self.has_outer_case(id, node.start, node.end) {
-            return Some(Some("case label of an outer switch"));
+            return reason("case label of an outer switch");
         }
         None
+    }
+
+    /// Whether statement `id`, which holds loops, may still join a run
+    /// (`-fsample-nested-runs`), its loops the run's holes: outside other
+    /// nested regions' inner loops, and each of its loops innermost (a
+    /// loop with loops inside may be a nested loop region of its own,
+    /// which a hole could not be) and, together, at most
+    /// [`NESTED_RUN_HOLE_NODES`] nodes (each copy of the run holds them).
+    fn joins_run(&self, id: NodeId) -> bool {
+        if !self.nested_runs || self.nesting {
+            return false;
+        }
+        let function = self.function;
+        let loops = self.inner_loops(id);
+        let innermost = loops.iter().all(|&l| {
+            let parts = loop_parts(function, l);
+            [parts.init, parts.condition, parts.step, parts.body]
+                .into_iter()
+                .flatten()
+                .all(|part| !self.cyclic[part])
+        });
+        let size: u32 = loops.iter().map(|&l| self.size[l]).sum();
+        innermost && size <= NESTED_RUN_HOLE_NODES
+    }
+
+    /// Whether a run of `items` holding loops (`holes`) saves events: its
+    /// own sites would otherwise be taken by two events or more (two
+    /// stretches of statements with sites apart from the loops, or a
+    /// statement with sites of its own beside its loops, an `if`'s
+    /// condition, and another), so that one event per execution pays for
+    /// its loops' copies.
+    fn nesting_saves(&self, items: &[NodeId], holes: &[NodeId]) -> bool {
+        let function = self.function;
+        let in_hole = |id: NodeId| {
+            let n = function.node(id);
+            holes.iter().any(|&h| {
+                let hole = function.node(h);
+                n.start >= hole.start && n.end <= hole.end
+            })
+        };
+        let mut groups = 0;
+        let mut stretch = false;
+        for &item in items {
+            if self.cyclic[item] {
+                let looped: u32 = holes
+                    .iter()
+                    .filter(|&&h| {
+                        let hole = function.node(h);
+                        let n = function.node(item);
+                        hole.start >= n.start && hole.end <= n.end
+                    })
+                    .map(|&h| self.sum[h])
+                    .sum();
+                groups += usize::from(stretch) + usize::from(self.sum[item] > looped);
+                stretch = false;
+            } else if self.sum[item] > 0 && !in_hole(item) {
+                stretch = true;
+            }
+        }
+        groups + usize::from(stretch) >= 2
     }
 
     fn has_static(&self, start: usize, end: usize) -> bool {
@@ -1184,16 +1288,33 @@ impl<'a> Planner<'a> {
             let Some(&last) = items.last() else {
                 continue;
             };
-            let sites: u32 = items.iter().map(|&i| self.sum[i]).sum();
+            // Loops the run holds (`-fsample-nested-runs`): if one event
+            // would not take the place of several, the run is planned
+            // again with its loops as boundaries.
+            let holes: Vec<NodeId> = items
+                .iter()
+                .filter(|&&i| self.cyclic[i])
+                .flat_map(|&i| self.inner_loops(i))
+                .collect();
+            if !holes.is_empty() && !self.nesting_saves(&items, &holes) {
+                self.plan_items(&items, reaches_end, false);
+                continue;
+            }
+            let inner: u32 = holes.iter().map(|&h| self.sum[h]).sum();
+            let sites: u32 = items.iter().map(|&i| self.sum[i]).sum::<u32>() - inner;
             let named = items.iter().any(|&i| self.named_label[i]);
             // With labels inside, a forward goto can join any two paths:
-            // every site is then on one path.
-            let weight = if named {
+            // every site is then on one path (and with loops inside, each
+            // of the run's own sites is counted once, as a nested loop's).
+            let weight = if named || !holes.is_empty() {
                 sites
             } else {
                 items.iter().map(|&i| self.path[i]).sum()
             };
             if weight < 2 {
+                if !holes.is_empty() {
+                    self.plan_items(&items, reaches_end, false);
+                }
                 continue;
             }
             let Some(end) = statement_end(function, self.text, last) else {
@@ -1210,6 +1331,18 @@ impl<'a> Planner<'a> {
                 }
                 continue;
             }
+            let extents: Option<Vec<(usize, usize)>> = holes
+                .iter()
+                .map(|&hole| {
+                    statement_end(function, self.text, hole)
+                        .map(|hole_end| (function.node(hole).start, hole_end))
+                })
+                .collect();
+            let Some(extents) = extents else {
+                self.stats.fall_back("statement end not found");
+                self.plan_items(&items, reaches_end, false);
+                continue;
+            };
             let ends_in_jump = never_falls_through(function, last);
             self.regions.push(Region {
                 shape: Shape::Run { ends_in_jump },
@@ -1218,10 +1351,24 @@ impl<'a> Planner<'a> {
                 weight,
                 sites,
                 across_calls: items.iter().any(|&i| self.weighty[i]),
-                holes: Vec::new(),
+                holes: extents,
                 lone: false,
             });
+            self.plan_holes(holes);
         }
+    }
+
+    /// The regions of a nested region's inner loops, which each of its
+    /// copies will hold (not nested again).
+    fn plan_holes(&mut self, holes: Vec<NodeId>) {
+        if holes.is_empty() {
+            return;
+        }
+        self.nesting = true;
+        for hole in holes {
+            self.descend(hole);
+        }
+        self.nesting = false;
     }
 
     /// Consecutive declarations that a region cannot hold (their scope
@@ -1355,15 +1502,9 @@ impl<'a> Planner<'a> {
             holes: extents,
             lone: false,
         });
-        // The inner loops' own regions, which each copy will hold (not
-        // nested again: `nesting` is false here, or there are no holes).
-        if !holes.is_empty() {
-            self.nesting = true;
-            for hole in holes {
-                self.descend(hole);
-            }
-            self.nesting = false;
-        }
+        // The inner loops' own regions (`nesting` is false here, or there
+        // are no holes).
+        self.plan_holes(holes);
         true
     }
 

@@ -336,6 +336,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-sample-across-calls",
             "-fsample-nested-loops",
             "-fno-sample-nested-loops",
+            "-fsample-nested-runs",
+            "-fno-sample-nested-runs",
             "-fsample-outlined-functions",
             "-fno-sample-outlined-functions",
             "-fsample-inline-allowance",

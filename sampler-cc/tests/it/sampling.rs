@@ -306,18 +306,28 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     );
     // And the iteration of `main`'s loop, with loops inside, is one
     // region, whose copies hold its inner loops' regions.
+    let linear = format!(
+        "24 cloned (13 runs of which 1 across calls, 10 loops of which 5 counted, 3 unrolled, \
+         1 across calls and 1 nested, 1 expressions, 264 sites), 7 declaration runs, \
+         6 leaf functions, 2 outlined functions of which 2 re-entered, 4 fell back ({fell_back})"
+    );
+    // And runs hold small innermost loops: `statement_expressions`' two
+    // declarations (the second's value holds a loop) and `loops`' body
+    // (its declarations and the `do ... while (0)` between its loops)
+    // are one event each, their loops' regions in both of their copies.
     let nested = |loops: &str| {
         format!(
-            "24 cloned (13 runs of which 1 across calls, 10 loops of which {loops}1 across calls \
-             and 1 nested, 1 expressions, 264 sites), 7 declaration runs, 6 leaf functions, \
-             2 outlined functions of which 2 re-entered, 4 fell back ({fell_back})"
+            "26 cloned (14 runs of which 1 across calls and 2 nested, 11 loops of which \
+             {loops}1 across calls and 1 nested, 1 expressions, 294 sites), 5 declaration runs, \
+             6 leaf functions, 2 outlined functions of which 2 re-entered, 4 fell back \
+             ({fell_back})"
         )
     };
     // `vla`'s two loops, `loops`' last and `main`'s two without calls;
-    // three more small loops without jumps are unrolled (seven when
-    // loops are not counted).
-    let counted = nested("5 counted, 3 unrolled, ");
-    let unrolled = nested("7 unrolled, ");
+    // four more small loops without jumps are unrolled (eight when loops
+    // are not counted).
+    let counted = nested("5 counted, 4 unrolled, ");
+    let unrolled = nested("8 unrolled, ");
     let unsplit = nested("");
     // Small loops whole: runs hold them, and a loop with only small loops
     // inside is innermost.
@@ -330,6 +340,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
         ("-fsample-regions", counted.as_str()),
         ("-fno-sample-across-calls", within_calls.as_str()),
         ("-fno-sample-nested-loops", flat.as_str()),
+        ("-fno-sample-nested-runs", linear.as_str()),
         ("-fno-sample-counted-loops", unrolled.as_str()),
         ("-fno-sample-split-loops", unsplit.as_str()),
         ("-fsample-whole-loops", whole_loops),
@@ -720,7 +731,8 @@ fn sample_regions_decides_once_per_region_execution() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let cloned = match form {
             // The inner loop whole, in the iteration of the loop around
-            // it and the call.
+            // it and the call (both loops then innermost, but too large
+            // together for `main`'s body to be one run around them).
             "-fsample-whole-loops" => {
                 Some("3 cloned (1 runs, 2 loops of which 2 across calls, 0 expressions, 15 sites)")
             }
@@ -1245,11 +1257,11 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
     // `not_counted`'s four loops and `continued`'s two are unrolled;
     // `nested`'s outer loop is one region, whose copies hold its inner
-    // loop's.
+    // loop's; two runs hold small loops, in every form alike.
     let stats = build("counted", &["-fsample-counted-loops"]);
     assert!(
         stats.contains(
-            "(0 runs, 28 loops of which 20 counted, 6 unrolled, 1 across calls and 1 nested, \
+            "(2 runs of which 2 nested, 28 loops of which 20 counted, 6 unrolled, 1 across calls and 1 nested, \
              0 expressions"
         ),
         "{stats}"
@@ -1259,7 +1271,7 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
     let stats = build("uncounted", &["-fno-sample-counted-loops"]);
     assert!(
         stats.contains(
-            "(0 runs, 28 loops of which 23 unrolled, 1 across calls and 1 nested, 0 expressions"
+            "(2 runs of which 2 nested, 28 loops of which 23 unrolled, 1 across calls and 1 nested, 0 expressions"
         ),
         "{stats}"
     );
@@ -1268,7 +1280,7 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
         &["-fno-sample-counted-loops", "-fno-sample-unrolled-loops"],
     );
     assert!(
-        stats.contains("(0 runs, 28 loops of which 1 across calls and 1 nested, 0 expressions"),
+        stats.contains("(2 runs of which 2 nested, 28 loops of which 1 across calls and 1 nested, 0 expressions"),
         "{stats}"
     );
     for sparsity in ["1", "3", "1000"] {
@@ -1475,6 +1487,235 @@ fn nested_loop_iterations_are_one_event_and_their_inner_loops_their_own() {
         // Two seeds under which no two counters decided apart happen to
         // be equal (under seed 2, `flat`'s `v < 0` and `i % 100 == 99`
         // both see 9,937 of their 30,000 events).
+        for seed in ["1", "3"] {
+            let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
+            assert_eq!(lab.run(build, &[], "report", &env), expected);
+            let observed = counters(&lab.resolve("report", &[build]));
+            let seen = |condition: &str| -> u64 {
+                let (site, events) = events(condition);
+                let seen: u64 = observed[&site].iter().sum();
+                let (mean, sigma) = (events as f64 / 3.0, (events as f64 * 2.0 / 9.0).sqrt());
+                assert!(
+                    (seen as f64 - mean).abs() <= 5.0 * sigma,
+                    "{build}, seed {seed}: {condition}: {seen} observed of {events} events"
+                );
+                seen
+            };
+            for (first, second, with_nested, without) in pairs {
+                let together = if nested { with_nested } else { without };
+                let (a, b) = (seen(first), seen(second));
+                if together {
+                    assert_eq!(a, b, "{build}, seed {seed}: {first} and {second}");
+                } else {
+                    assert_ne!(a, b, "{build}, seed {seed}: {first} and {second}");
+                }
+            }
+        }
+    }
+}
+
+/// Runs of statements that hold small innermost loops
+/// (`-fsample-nested-runs`): `compare` is shaped like sqlite3's
+/// `vdbeSorterCompareInt` (declarations, an `if` whose branch holds a
+/// loop, a call after), `leaf` keeps the function's local, `exits` leaves
+/// its loop by `return` and by a `goto` to a label after the run, and
+/// `declared` holds a run that does not reach the end of its block.
+const NESTED_RUNS: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+
+static int __attribute__((noinline)) weigh(int x)
+{
+    return x > 3 ? x - 3 : 3 - x;
+}
+
+static int compare(const unsigned char *a, const unsigned char *b, int deep)
+{
+    const int s1 = a[1] & 7;
+    const int s2 = b[1] & 7;
+    int res;
+    if (s1 == s2) {
+        int i;
+        res = 0;
+        for (i = 0; i < s1; i++) {
+            if ((res = a[i] - b[i]) != 0) {
+                if (((a[0] ^ b[0]) & 0x80) != 0)
+                    res = a[0] & 0x80 ? -1 : 1;
+                break;
+            }
+        }
+    } else if (s1 > 5 && s2 > 5) {
+        res = s1 - s2;
+    } else {
+        res = s2 > 5 ? 1 : -1;
+    }
+    if (res == 0) {
+        if (deep > 1)
+            res = weigh(a[2] - b[2]);
+    } else if (deep & 1) {
+        res = -res;
+    }
+    return res;
+}
+
+static long leaf(const unsigned char *v, int n, int key)
+{
+    long s = 0;
+    int i;
+    if (key % 3 == 0)
+        s = 1;
+    for (i = 0; i < n; i++)
+        if (v[i] == key)
+            break;
+    if (i % 2 == 0)
+        s += i;
+    return s;
+}
+
+static long exits(const unsigned char *v, int n, int key)
+{
+    long s = key % 3 == 1 ? 1 : 0;
+    int i = 0;
+    if (n > 4)
+        s += 2;
+    while (i < n) {
+        if (v[i] == key + 1)
+            return s + i;
+        if (v[i] > key + 200)
+            goto far;
+        i++;
+    }
+    if (s > 1)
+        s -= 1;
+far:
+    if (s % 2 == 0)
+        s += 5;
+    return s;
+}
+
+static long declared(const unsigned char *v, int n)
+{
+    long s = v[0] > 100 ? 2 : 1;
+    if (n > 3)
+        s++;
+    for (int k = 0; k < n; k++)
+        if (v[k] & 1)
+            s += k;
+    if (s > 40)
+        s /= 2;
+    long t = weigh((int)s) > 9 ? s : -s;
+    for (int r = 0; r < 3; r++)
+        for (int q = 0; q < r; q++)
+            t += q;
+    if (t < 0)
+        t = -t;
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned char a[16], b[16];
+    int n = argc > 1 ? atoi(argv[1]) : 20000;
+    long total = 0;
+    srand(11);
+    for (int k = 0; k < n; k++) {
+        for (int j = 0; j < 16; j++) {
+            a[j] = (unsigned char)(rand() & 255);
+            b[j] = (unsigned char)((j < 2 ? a[j] : rand()) & 255);
+        }
+        total += compare(a, b, k & 3);
+        total += leaf(a, 16, b[5]);
+        total += exits(a, 16, b[6]);
+        total += declared(b, k % 9);
+    }
+    printf("%ld\n", total);
+    return 0;
+}
+"#;
+
+/// `-fsample-nested-runs` makes a run that holds small innermost loops
+/// one event for its own sites: the sites before and after the loop are
+/// observed together, the loop's sites on events of their own, each with
+/// probability 1/sparsity (5 standard deviations); with
+/// `-fno-sample-nested-runs` the loop ends the run and the sites on its
+/// two sides are decided apart. Both keep the program's output at every
+/// sparsity and gcc's warnings, count exactly at sparsity 1, and observe
+/// nothing when never sampled.
+#[test]
+fn runs_holding_loops_are_one_event_and_their_loops_their_own() {
+    let lab = Lab::new();
+    lab.write("runs.c", NESTED_RUNS);
+    let flags = ["-O2", "-Wall", "-Wextra", "runs.c", "-o"];
+    let plain = lab.gcc(&[&flags[..], &["plain"]].concat());
+    let warnings = diagnostics(&plain.stderr);
+    let expected = lab.run("plain", &[], "none", &[]);
+    assert_eq!(expected, "825900\n");
+    let schemes = [
+        "-fsampler-strict",
+        "-fsampler-scheme=branches",
+        "-fsampler-scheme=returns",
+    ];
+    let build = |name: &str, form: &str| -> String {
+        let built = lab.cc(&[&schemes[..], &["-fsampler-stats", form], &flags, &[name]].concat());
+        assert_eq!(diagnostics(&built.stderr), warnings, "{form}");
+        String::from_utf8_lossy(&built.stderr).into_owned()
+    };
+    build("exact", "-fno-sample");
+    assert_eq!(lab.run("exact", &[], "exact.report", &[]), expected);
+    let exact = counters(&lab.resolve("exact.report", &["exact"]));
+    let stats = build("nested", "-fsample-nested-runs");
+    assert!(
+        stats.contains(
+            "(4 runs of which 1 across calls and 4 nested, 7 loops of which 5 counted, \
+             1 across calls and 1 nested, 0 expressions, 35 sites)"
+        ),
+        "{stats}"
+    );
+    let stats = build("flat", "-fno-sample-nested-runs");
+    assert!(
+        stats.contains(
+            "(2 runs of which 1 across calls, 7 loops of which 5 counted, 1 across calls and \
+             1 nested, 0 expressions, 28 sites)"
+        ),
+        "{stats}"
+    );
+    for build in ["nested", "flat"] {
+        for sparsity in ["1", "10", "1000", "1000000000"] {
+            let report = format!("{build}-{sparsity}.report");
+            let env = [("SAMPLER_SPARSITY", sparsity)];
+            assert_eq!(
+                lab.run(build, &[], &report, &env),
+                expected,
+                "{build} {sparsity}"
+            );
+            let observed = counters(&lab.resolve(&report, &[build]));
+            match sparsity {
+                "1" => assert_eq!(observed, exact, "{build}"),
+                // Never sampled: no jump of a FAST copy lands in a SLOW one.
+                "1000000000" => {
+                    assert_eq!(observed.len(), exact.len());
+                    assert!(observed.values().flatten().all(|&n| n == 0), "{observed:?}");
+                }
+                _ => {}
+            }
+        }
+    }
+    let events = |condition: &str| -> (String, u64) {
+        let wanted = format!("\t{condition}\t");
+        let mut rows = exact.iter().filter(|(site, _)| site.contains(&wanted));
+        let (site, values) = rows.next().unwrap_or_else(|| panic!("{condition}"));
+        assert!(rows.next().is_none(), "{condition}");
+        (site.clone(), values.iter().sum())
+    };
+    // (site, site, observed together with nested runs, and without).
+    let pairs = [
+        ("s1 == s2", "res == 0", true, false),
+        ("s1 == s2", "i < s1", false, false),
+        ("key % 3 == 0", "i % 2 == 0", true, false),
+        ("key % 3 == 0", "v[i] == key", false, false),
+        ("n > 3", "s > 40", true, false),
+        ("v[0] > 100", "n > 3", false, false),
+    ];
+    for (build, nested) in [("nested", true), ("flat", false)] {
         for seed in ["1", "3"] {
             let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
             assert_eq!(lab.run(build, &[], "report", &env), expected);

@@ -60,9 +60,18 @@ fn a_sampled_build_traces_the_last_observations_of_every_thread() {
     lab.write("threads.c", PROGRAM);
     // The observations of one sampled event share its sequence number: per
     // region execution (a loop iteration of the worker) by default, per
-    // site with -fsample-sites.
+    // site with -fsample-sites. `main`'s `argc` tests are one run around
+    // its loop (-fsample-nested-runs): the second, observed after the
+    // loop's events, carries the latest one's number, as numbers give the
+    // order of observations; with -fno-sample-nested-runs it is an event
+    // of its own.
     for (form, flags, sequences) in [
-        ("regions", &[][..], [0, 2, 2, 3, 3, 4, 5, 6, 7, 8]),
+        ("regions", &[][..], [0, 2, 2, 3, 3, 4, 5, 6, 7, 7]),
+        (
+            "linear",
+            &["-fno-sample-nested-runs"][..],
+            [0, 2, 2, 3, 3, 4, 5, 6, 7, 8],
+        ),
         (
             "sites",
             &["-fsample-sites"][..],
