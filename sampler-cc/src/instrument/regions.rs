@@ -1118,29 +1118,22 @@ impl<'a> Planner<'a> {
     /// its loops' copies.
     fn nesting_saves(&self, items: &[NodeId], holes: &[NodeId]) -> bool {
         let function = self.function;
-        let in_hole = |id: NodeId| {
-            let n = function.node(id);
-            holes.iter().any(|&h| {
-                let hole = function.node(h);
-                n.start >= hole.start && n.end <= hole.end
-            })
-        };
         let mut groups = 0;
         let mut stretch = false;
         for &item in items {
             if self.cyclic[item] {
+                let n = function.node(item);
                 let looped: u32 = holes
                     .iter()
                     .filter(|&&h| {
                         let hole = function.node(h);
-                        let n = function.node(item);
                         hole.start >= n.start && hole.end <= n.end
                     })
                     .map(|&h| self.sum[h])
                     .sum();
                 groups += usize::from(stretch) + usize::from(self.sum[item] > looped);
                 stretch = false;
-            } else if self.sum[item] > 0 && !in_hole(item) {
+            } else if self.sum[item] > 0 {
                 stretch = true;
             }
         }
