@@ -33,7 +33,11 @@
 //! - `for (…; v < b; v++)`, `for (…; v <= b; v++)`, `for (…; v > b; v--)`
 //!   and `for (…; v >= b; v--)` (`++v`, `--v` too);
 //! - `while (v-- > b)`, `while (v-- != b)` and `while (v--)`;
-//! - `do … while (--v != b)` and `do … while (--v)`.
+//! - `do … while (--v != b)` and `do … while (--v)`;
+//!
+//! and nothing but the condition ends the loop (`Renderer::leaves_early`
+//! in regions.rs: a loop with a `break`, `return` or `goto` out often
+//! ends after an iteration or two, and the head costs more than it saves).
 //!
 //! Distances are computed in `unsigned long long` and limits converted
 //! back to `v`'s type (gcc converts modulo 2^N), so computing them is
