@@ -1468,13 +1468,6 @@ fn nested_loop_iterations_are_one_event_and_their_inner_loops_their_own() {
         );
         assert_eq!(counters(&lab.resolve("report", &[build])), exact, "{build}");
     }
-    let events = |condition: &str| -> (String, u64) {
-        let wanted = format!("\t{condition}\t");
-        let mut rows = exact.iter().filter(|(site, _)| site.contains(&wanted));
-        let (site, values) = rows.next().unwrap_or_else(|| panic!("{condition}"));
-        assert!(rows.next().is_none(), "{condition}");
-        (site.clone(), values.iter().sum())
-    };
     // (site, site, observed together with nested loops, and without).
     let pairs = [
         ("i % 5 == 0", "i % 7 == 0", true, false),
@@ -1484,10 +1477,32 @@ fn nested_loop_iterations_are_one_event_and_their_inner_loops_their_own() {
         ("v < 0", "i % 11 == 0", true, true),
         ("v == -13", "v > 1", true, true),
     ];
+    observed_together(&lab, &expected, &exact, &pairs);
+}
+
+/// Runs the builds `nested` and `flat` of one program at sparsity 3 under
+/// two seeds: each site of `pairs` (`(site, site, observed together in
+/// `nested`, and in `flat`)`, named by its condition) is observed in a
+/// third of its events in `exact` (the `-fno-sample` counters), within 5
+/// standard deviations, and the two sites of each pair have equal totals
+/// where they are decided together, different ones where apart.
+fn observed_together(
+    lab: &Lab,
+    expected: &str,
+    exact: &BTreeMap<String, Vec<u64>>,
+    pairs: &[(&str, &str, bool, bool)],
+) {
+    let events = |condition: &str| -> (String, u64) {
+        let wanted = format!("\t{condition}\t");
+        let mut rows = exact.iter().filter(|(site, _)| site.contains(&wanted));
+        let (site, values) = rows.next().unwrap_or_else(|| panic!("{condition}"));
+        assert!(rows.next().is_none(), "{condition}");
+        (site.clone(), values.iter().sum())
+    };
     for (build, nested) in [("nested", true), ("flat", false)] {
         // Two seeds under which no two counters decided apart happen to
-        // be equal (under seed 2, `flat`'s `v < 0` and `i % 100 == 99`
-        // both see 9,937 of their 30,000 events).
+        // be equal (under seed 2, NESTED's `flat` `v < 0` and
+        // `i % 100 == 99` both see 9,937 of their 30,000 events).
         for seed in ["1", "3"] {
             let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
             assert_eq!(lab.run(build, &[], "report", &env), expected);
@@ -1502,7 +1517,7 @@ fn nested_loop_iterations_are_one_event_and_their_inner_loops_their_own() {
                 );
                 seen
             };
-            for (first, second, with_nested, without) in pairs {
+            for &(first, second, with_nested, without) in pairs {
                 let together = if nested { with_nested } else { without };
                 let (a, b) = (seen(first), seen(second));
                 if together {
@@ -1700,13 +1715,6 @@ fn runs_holding_loops_are_one_event_and_their_loops_their_own() {
             }
         }
     }
-    let events = |condition: &str| -> (String, u64) {
-        let wanted = format!("\t{condition}\t");
-        let mut rows = exact.iter().filter(|(site, _)| site.contains(&wanted));
-        let (site, values) = rows.next().unwrap_or_else(|| panic!("{condition}"));
-        assert!(rows.next().is_none(), "{condition}");
-        (site.clone(), values.iter().sum())
-    };
     // (site, site, observed together with nested runs, and without).
     let pairs = [
         ("s1 == s2", "res == 0", true, false),
@@ -1716,32 +1724,7 @@ fn runs_holding_loops_are_one_event_and_their_loops_their_own() {
         ("n > 3", "s > 40", true, false),
         ("v[0] > 100", "n > 3", false, false),
     ];
-    for (build, nested) in [("nested", true), ("flat", false)] {
-        for seed in ["1", "3"] {
-            let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
-            assert_eq!(lab.run(build, &[], "report", &env), expected);
-            let observed = counters(&lab.resolve("report", &[build]));
-            let seen = |condition: &str| -> u64 {
-                let (site, events) = events(condition);
-                let seen: u64 = observed[&site].iter().sum();
-                let (mean, sigma) = (events as f64 / 3.0, (events as f64 * 2.0 / 9.0).sqrt());
-                assert!(
-                    (seen as f64 - mean).abs() <= 5.0 * sigma,
-                    "{build}, seed {seed}: {condition}: {seen} observed of {events} events"
-                );
-                seen
-            };
-            for (first, second, with_nested, without) in pairs {
-                let together = if nested { with_nested } else { without };
-                let (a, b) = (seen(first), seen(second));
-                if together {
-                    assert_eq!(a, b, "{build}, seed {seed}: {first} and {second}");
-                } else {
-                    assert_ne!(a, b, "{build}, seed {seed}: {first} and {second}");
-                }
-            }
-        }
-    }
+    observed_together(&lab, &expected, &exact, &pairs);
 }
 
 /// Inner loops whose iterations hold named labels, as `sqlite3VdbeExec`'s
