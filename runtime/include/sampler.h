@@ -41,7 +41,10 @@ extern "C" {
  * stream.
  * Initial-exec, as the runtime defines it (its TLS segment is static):
  * code built with -fPIC reads it at a fixed offset from the thread
- * pointer instead of calling __tls_get_addr. */
+ * pointer instead of calling __tls_get_addr. sampler-cc compiles files
+ * for executables with their own weak, local-exec definition, which the
+ * executable exports and the runtime then uses; a file that includes
+ * this header reaches it initial-exec, as declared here. */
 extern __thread int cbi_countdown __attribute__((__tls_model__("initial-exec")));
 
 /* The test of one event, as sampler-cc compiles it: true when the event

@@ -38,6 +38,13 @@
  * `sub` on the variable in memory). 0 until the thread meets its first
  * site, whose decrement then calls cbi_sample. */
 CBI__TLS __thread int cbi_countdown;
+/* An instrumented executable defines cbi_countdown too (sampler-cc's
+ * prelude: weak, local-exec, so that its code decrements it at a constant
+ * offset from the thread pointer) and exports it, since this library
+ * defines the symbol: the dynamic linker then binds this file's and
+ * instrumented shared objects' initial-exec accesses to the executable's,
+ * and the program keeps one countdown per thread. In the archive this
+ * strong definition takes the place of the executable's weak ones. */
 
 /* Gaps drawn per call of the Rust side, so that struct cbi__batch
  * takes 256 bytes. Changing it changes nothing but the cost and the size

@@ -64,7 +64,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
     if !args.iter().any(|arg| arg == "-fpreprocessed") {
         return run(&real, &args);
     }
-    let options = match Options::from_env(&std::env::var(ENV_OPTIONS).unwrap_or_default()) {
+    let mut options = match Options::from_env(&std::env::var(ENV_OPTIONS).unwrap_or_default()) {
         Ok(options) => options,
         Err(err) => {
             eprintln!("sampler-cc: {err}");
@@ -74,6 +74,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
     let Some(input_index) = input_index(&args) else {
         return run(&real, &args);
     };
+    options.tls_model = options.tls_model.resolve(&args);
     let input = PathBuf::from(&args[input_index]);
     match instrument_file(&input, &args, &options) {
         Ok(instrumented) => {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use crate::cc1::ENV_REAL_CC1;
-use crate::options::{self, ENV_OPTIONS, Options};
+use crate::options::{self, ENV_OPTIONS, Options, TlsModel};
 use crate::runtime_package;
 
 /// The compiler sampler-cc stands in for; `gcc` unless set. May hold
@@ -110,6 +110,16 @@ pub fn parse_command(args: &[String]) -> Result<GccCommand, crate::options::Opti
     }
     if command.static_link {
         command.options.static_runtime = true;
+    }
+    // Objects a shared object (or a relocatable link that may become one)
+    // is made of here cannot define and reach the countdown as an
+    // executable's do (options::TlsModel).
+    let links_shared = command
+        .gcc_args
+        .iter()
+        .any(|arg| arg == "-shared" || arg == "-r");
+    if links_shared && command.options.tls_model == TlsModel::Auto {
+        command.options.apply("-fsampler-tls-model=initial-exec")?;
     }
     Ok(command)
 }
@@ -513,5 +523,32 @@ mod tests {
         assert!(!explicit.options.threads);
         let include_value = parse(&["-include", "config.h", "-c"]);
         assert!(!include_value.has_inputs);
+    }
+
+    /// Files compiled in a command that makes a shared object (or a
+    /// relocatable object that may go into one) reach the countdown as
+    /// shared objects must; other commands leave it to the cc1 stage,
+    /// which reads `-fPIC` (options::TlsModel::resolve); a model given is
+    /// kept.
+    #[test]
+    fn commands_linking_shared_objects_compile_for_initial_exec() {
+        for args in [
+            &["-shared", "x.c", "-o", "x.so"][..],
+            &["-r", "x.c", "-o", "x.o"],
+        ] {
+            let command = parse(args);
+            assert_eq!(command.options.tls_model, TlsModel::InitialExec, "{args:?}");
+            assert_eq!(command.options.given, ["-fsampler-tls-model=initial-exec"]);
+            assert_eq!(command.gcc_args, args);
+        }
+        for args in [
+            &["x.c", "-o", "x"][..],
+            &["-c", "-fPIC", "x.c"],
+            &["-rdynamic", "x.c"],
+        ] {
+            assert_eq!(parse(args).options.tls_model, TlsModel::Auto, "{args:?}");
+        }
+        let given = parse(&["-fsampler-tls-model=local-exec", "-shared", "x.c"]);
+        assert_eq!(given.options.tls_model, TlsModel::LocalExec);
     }
 }

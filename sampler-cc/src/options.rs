@@ -84,6 +84,9 @@ pub struct Options {
     pub filters: Vec<Filter>,
     /// Link the static runtime (`-fsampler-static-runtime`, implied by `-static`).
     pub static_runtime: bool,
+    /// How instrumented code reaches the thread's countdown
+    /// (`-fsampler-tls-model=`).
+    pub tls_model: TlsModel,
     /// Print per-file site counts and timings (`-fsampler-stats`).
     pub stats: bool,
     /// `scalar-pairs` also compares with every integer constant of the
@@ -127,6 +130,7 @@ impl Default for Options {
             strict: false,
             filters: Vec::new(),
             static_runtime: false,
+            tls_model: TlsModel::Auto,
             stats: false,
             compare_constants: false,
             assign_into_field: false,
@@ -137,6 +141,68 @@ impl Default for Options {
             rates: None,
             given: Vec::new(),
         }
+    }
+}
+
+/// How instrumented code reaches the runtime's thread-local countdown
+/// (`-fsampler-tls-model=`; ARCHITECTURE.md, "The countdown in the
+/// executable").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsModel {
+    /// Local-exec unless the unit is compiled for a shared object
+    /// ([`TlsModel::resolve`]; the driver sets initial-exec for commands
+    /// that link with `-shared` or `-r`).
+    Auto,
+    /// The unit defines the countdown weakly and reaches it at a constant
+    /// offset from the thread pointer: one `sub` on `%fs:OFFSET`. Valid in
+    /// executables only, where the linker gives the executable's TLS block
+    /// a fixed place; the executable's definition is then the one the
+    /// shared runtime and instrumented shared objects use too.
+    LocalExec,
+    /// The unit reaches the countdown through a GOT entry holding its
+    /// offset from the thread pointer, as the runtime defines it: valid in
+    /// shared objects too, one register held for the offset per function.
+    InitialExec,
+}
+
+impl TlsModel {
+    const NAMES: [(&'static str, TlsModel); 3] = [
+        ("auto", TlsModel::Auto),
+        ("local-exec", TlsModel::LocalExec),
+        ("initial-exec", TlsModel::InitialExec),
+    ];
+
+    /// The model for a unit compiled by a cc1 with `cc1_args`: `Auto`
+    /// becomes initial-exec when the last of `-fpic`, `-fPIC`, `-fpie`,
+    /// `-fPIE`, `-fno-pic` and `-fno-PIC` is `-fpic` or `-fPIC` (code for a
+    /// shared object; `-fno-pie` leaves gcc's `-fpic` as it is), else
+    /// local-exec (gcc's default, `-fpie`, or no position independence:
+    /// code for an executable).
+    pub fn resolve(self, cc1_args: &[String]) -> TlsModel {
+        if self != TlsModel::Auto {
+            return self;
+        }
+        let mut shared_code = false;
+        for arg in cc1_args {
+            match arg.as_str() {
+                "-fpic" | "-fPIC" => shared_code = true,
+                "-fpie" | "-fPIE" | "-fno-pic" | "-fno-PIC" => shared_code = false,
+                _ => {}
+            }
+        }
+        if shared_code {
+            TlsModel::InitialExec
+        } else {
+            TlsModel::LocalExec
+        }
+    }
+
+    fn parse(value: &str) -> Result<TlsModel, OptionError> {
+        Self::NAMES
+            .iter()
+            .find(|(name, _)| *name == value)
+            .map(|&(_, model)| model)
+            .ok_or_else(|| OptionError::BadTlsModel(value.into()))
     }
 }
 
@@ -163,6 +229,10 @@ pub enum OptionError {
     UnsupportedScheme(String, String),
     #[error("{0}: expected FILE:LINE with a decimal LINE, found {1:?}")]
     BadLocation(&'static str, String),
+    #[error(
+        "-fsampler-tls-model={0}: expected auto, local-exec (executables only) or initial-exec"
+    )]
+    BadTlsModel(String),
     #[error("{0} needs a value")]
     Empty(String),
     #[error("unknown sampler flag {0}")]
@@ -457,6 +527,18 @@ pub const FLAGS: &[FlagGroup] = &[
             o.static_runtime = true
         })],
         meaning: "link libsampler_runtime.a instead of the shared runtime (implied by -static)",
+    },
+    FlagGroup {
+        flags: &[valued("-fsampler-tls-model=", "MODEL", |o, v| {
+            o.tls_model = TlsModel::parse(v)?;
+            Ok(())
+        })],
+        meaning: "how instrumented code reaches the thread's countdown: local-exec, at a \
+                  constant offset from the thread pointer, each file defining it weakly (for \
+                  executables only: a shared object with such code does not link); \
+                  initial-exec, through the GOT, as the runtime defines it; or auto (default): \
+                  initial-exec for files compiled with -fpic or -fPIC or in a command that \
+                  links with -shared or -r, else local-exec",
     },
     FlagGroup {
         flags: &[switch("-fsampler-stats", |o| o.stats = true)],
@@ -807,8 +889,53 @@ mod tests {
     }
 
     #[test]
+    fn the_tls_model_follows_the_code_gcc_makes() {
+        let resolve = |model: TlsModel, args: &[&str]| {
+            model.resolve(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+        };
+        let local = TlsModel::LocalExec;
+        let initial = TlsModel::InitialExec;
+        assert_eq!(resolve(TlsModel::Auto, &["-O2", "x.i"]), local);
+        assert_eq!(resolve(TlsModel::Auto, &["-fPIC", "-O2"]), initial);
+        assert_eq!(resolve(TlsModel::Auto, &["-fpic"]), initial);
+        assert_eq!(resolve(TlsModel::Auto, &["-fPIC", "-fPIE"]), local);
+        assert_eq!(resolve(TlsModel::Auto, &["-fPIE", "-fpic"]), initial);
+        assert_eq!(resolve(TlsModel::Auto, &["-fPIC", "-fno-PIC"]), local);
+        assert_eq!(resolve(TlsModel::Auto, &["-fPIC", "-fno-pie"]), initial);
+        assert_eq!(resolve(TlsModel::Auto, &["-fno-pie"]), local);
+        assert_eq!(resolve(initial, &["-O2"]), initial);
+        assert_eq!(resolve(local, &["-fPIC"]), local);
+
+        let given = parse(&["-fsampler-tls-model=initial-exec"]).unwrap();
+        assert_eq!(given.tls_model, initial);
+        assert_eq!(
+            parse(&[
+                "-fsampler-tls-model=initial-exec",
+                "-fsampler-tls-model=auto"
+            ])
+            .unwrap()
+            .tls_model,
+            TlsModel::Auto
+        );
+        assert_eq!(
+            parse(&["-fsampler-tls-model=global-dynamic"]).unwrap_err(),
+            OptionError::BadTlsModel("global-dynamic".into())
+        );
+        assert_eq!(
+            OptionError::BadTlsModel("x".into()).to_string(),
+            "-fsampler-tls-model=x: expected auto, local-exec (executables only) or initial-exec"
+        );
+    }
+
+    #[test]
     fn round_trip_through_the_environment() {
-        let options = parse(&["-fno-sample", "-finclude-file=a.c", "-fsampler-strict"]).unwrap();
+        let options = parse(&[
+            "-fno-sample",
+            "-finclude-file=a.c",
+            "-fsampler-strict",
+            "-fsampler-tls-model=local-exec",
+        ])
+        .unwrap();
         assert_eq!(Options::from_env(&options.to_env()).unwrap(), options);
     }
 }

@@ -357,6 +357,7 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-relative-paths",
             "-fsampler-strict",
             "-fsampler-static-runtime",
+            "-fsampler-tls-model=MODEL",
             "-fsampler-stats",
         ]
     );
@@ -370,7 +371,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
         );
         let example = word
             .replace("=NAME", "=branches")
-            .replace("=FILE:LINE", "=a.c:3");
+            .replace("=FILE:LINE", "=a.c:3")
+            .replace("=MODEL", "=local-exec");
         let mut options = sampler_cc::options::Options::default();
         options.apply(&example).unwrap();
     }

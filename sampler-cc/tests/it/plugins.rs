@@ -337,3 +337,161 @@ fn plugin_reloaded_under_threads_is_reported_and_merged() {
         "{csv}"
     );
 }
+
+/// An executable whose sites reach the countdown at a constant offset from
+/// the thread pointer (local-exec), with an instrumented shared library
+/// and a plugin that reach it through the GOT (initial-exec).
+const TLS_MAIN: &str = r#"#include <dlfcn.h>
+#include <stdio.h>
+
+int *exe_countdown(void);
+int *shared_countdown(void);
+int shared_step(int i);
+
+int main(int argc, char **argv)
+{
+    void *plugin = dlopen("./tlsplugin.so", RTLD_NOW);
+    if (!plugin) {
+        fprintf(stderr, "%s\n", dlerror());
+        return 2;
+    }
+    int *(*plugin_countdown)(void) = (int *(*)(void))dlsym(plugin, "plugin_countdown");
+    long total = 0;
+    for (int i = 0; i < 20000; i++)
+        total += shared_step(i);
+    printf("%d %d %ld\n", shared_countdown() == exe_countdown(),
+           plugin_countdown() == exe_countdown(), total);
+    (void)argv;
+    return argc > 5;
+}
+"#;
+
+const TLS_SHARED: &str = r#"extern __thread int cbi_countdown;
+int *shared_countdown(void)
+{
+    return &cbi_countdown;
+}
+
+int shared_step(int i)
+{
+    if (i % 3 == 0)
+        return 1;
+    return 0;
+}
+"#;
+
+/// The executable's countdown, compiled by gcc: declaring it in the
+/// instrumented file would change its model there (gcc takes a unit's last
+/// declaration's, initial-exec for a plain `extern` of a weak symbol).
+const TLS_ADDRESS: &str = r#"extern __thread int cbi_countdown;
+int *exe_countdown(void)
+{
+    return &cbi_countdown;
+}
+"#;
+
+/// No site: the plugin names the countdown as the dynamic linker binds it.
+const TLS_PLUGIN: &str = r#"extern __thread int cbi_countdown;
+int *plugin_countdown(void)
+{
+    return &cbi_countdown;
+}
+"#;
+
+/// The executable defines the countdown (options::TlsModel): its own code
+/// decrements it at a constant offset from the thread pointer (`TPOFF32`,
+/// no GOT), and it exports it, so that the shared runtime, an instrumented
+/// shared library and a plugin all use the executable's, one countdown per
+/// thread. Also with `-fvisibility=hidden` (the definition keeps default
+/// visibility) and `-flto` (where a common thread-local became the
+/// executable's own). A second countdown would leave the executable's
+/// below zero after its first event, every later event of the executable
+/// sampled: the counts at sparsity 100 say it is not.
+#[test]
+fn executables_hold_the_countdown_their_shared_objects_use() {
+    let lab = Lab::new();
+    lab.write("main.c", TLS_MAIN);
+    lab.write("shared.c", TLS_SHARED);
+    lab.write("plugin.c", TLS_PLUGIN);
+    lab.write("address.c", TLS_ADDRESS);
+    lab.gcc(&["-O2", "-c", "address.c"]);
+    let flags = ["-fsampler-strict", "-fsampler-scheme=branches", "-O2"];
+    let cc = |args: &[&str]| lab.cc(&[&flags[..], args].concat());
+    cc(&["-fPIC", "-shared", "shared.c", "-o", "libtls.so"]);
+    cc(&["-fPIC", "-shared", "plugin.c", "-o", "tlsplugin.so"]);
+    let rpath = format!("-Wl,-rpath,{}", lab.root());
+    let readelf = |args: &[&str]| {
+        let output = lab.command("readelf").args(args).output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    for extra in [&[][..], &["-fvisibility=hidden"], &["-flto"]] {
+        cc(&[extra, &["-c", "main.c", "-o", "main.o"]].concat());
+        let relocations: Vec<String> = readelf(&["-W", "--relocs", "main.o"])
+            .lines()
+            .filter(|line| line.contains("cbi_countdown"))
+            .map(|line| line.split_whitespace().nth(2).unwrap().to_owned())
+            .collect();
+        if extra != ["-flto"] {
+            assert!(!relocations.is_empty(), "{extra:?}");
+            assert!(
+                relocations.iter().all(|kind| kind == "R_X86_64_TPOFF32"),
+                "{extra:?}: {relocations:?}"
+            );
+        }
+        let link = [
+            "main.o",
+            "address.o",
+            "-L.",
+            "-ltls",
+            &rpath,
+            "-ldl",
+            "-o",
+            "prog",
+        ];
+        cc(&[extra, &link].concat());
+        let exported: Vec<String> = readelf(&["-W", "--dyn-syms", "prog"])
+            .lines()
+            .filter(|line| line.ends_with(" cbi_countdown"))
+            .map(|line| {
+                line.split_whitespace()
+                    .skip(3)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        // TYPE BIND VISIBILITY SECTION NAME: defined in the executable.
+        assert_eq!(exported.len(), 1, "{extra:?}: {exported:?}");
+        assert!(
+            exported[0].starts_with("TLS ") && !exported[0].contains(" UND "),
+            "{extra:?}: {exported:?}"
+        );
+
+        let stdout = lab.run(
+            "prog",
+            &[],
+            "report",
+            &[("SAMPLER_SPARSITY", "100"), ("SAMPLER_SEED", "7")],
+        );
+        assert_eq!(stdout, "1 1 6667\n", "{extra:?}");
+        let resolved = lab.resolve("report", &["prog", "libtls.so"]);
+        let observed = |predicate: &str| -> u64 {
+            let line = resolved
+                .lines()
+                .find(|line| line.split('\t').nth(7) == Some(predicate))
+                .unwrap_or_else(|| panic!("{predicate}: {resolved}"));
+            line.split('\t')
+                .skip(8)
+                .map(|n| n.parse::<u64>().unwrap())
+                .sum()
+        };
+        // 20,001 and 20,000 events at 1/100: 200 ± 5σ (σ ≈ 14).
+        for predicate in ["i < 20000", "i % 3 == 0"] {
+            let count = observed(predicate);
+            assert!(
+                (130..=270).contains(&count),
+                "{extra:?} {predicate}: {count}"
+            );
+        }
+    }
+}
