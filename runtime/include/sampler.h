@@ -47,6 +47,13 @@ extern "C" {
  * this header reaches it initial-exec, as declared here. */
 extern __thread int cbi_countdown __attribute__((__tls_model__("initial-exec")));
 
+/* From the constructor of a unit that defines cbi_countdown itself (sampler-cc
+ * compiles files for executables so: weak, local-exec), with the address it
+ * decrements. Says once on stderr when it is not the runtime's countdown (the
+ * link hid the executable's definition), which would have nearly every event
+ * of that code counted. */
+void cbi_checkCountdown(const int *countdown);
+
 /* The test of one event, as sampler-cc compiles it: true when the event
  * is sampled. Hand-instrumented code writes
  * `if (CBI_EVENT_SAMPLED()) <count the site>;`. */

@@ -29,6 +29,7 @@
  * about 1 KB of that surplus is already taken, and
  * GLIBC_TUNABLES=glibc.rtld.optional_static_tls=4096 makes more room. */
 #include "../include/sampler.h"
+#include <unistd.h>
 
 #define CBI__TLS __attribute__((tls_model("initial-exec")))
 
@@ -96,6 +97,29 @@ void cbi__trace_set_ring(void *ring) __attribute__((visibility("hidden")));
 void cbi__trace_set_ring(void *ring)
 {
     cbi_traceRing = ring;
+}
+
+/* From the constructor of each unit compiled for an executable (sampler-cc's
+ * prelude), with the address of the countdown that unit decrements: its
+ * own weak, local-exec definition, which must be the one this file's code
+ * is bound to (the executable exports it). A version script or
+ * --exclude-libs that hides it leaves the executable a countdown of its
+ * own that cbi_sample never refills, so that nearly every event of the
+ * executable would be counted: said once, so that nobody analyses such
+ * counts unawares. */
+void cbi_checkCountdown(const int *countdown)
+{
+    static int warned;
+    if (countdown == &cbi_countdown || __atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+        return;
+    static const char message[] =
+        "sampler: warning: instrumented code in this executable decrements a cbi_countdown "
+        "of its own, not the runtime's: the link hid the executable's definition (a version "
+        "script or --exclude-libs), so nearly all its events would be counted; export "
+        "cbi_countdown (-Wl,--export-dynamic-symbol=cbi_countdown) or compile with "
+        "-fsampler-tls-model=initial-exec\n";
+    ssize_t written = write(2, message, sizeof message - 1);
+    (void)written;
 }
 
 /* The Rust side (abi.rs): starts the thread's stream at its first event,

@@ -244,6 +244,7 @@ mod tests {
             [
                 "cbi_countdown",
                 "cbi_sample",
+                "cbi_checkCountdown",
                 "cbi_registerUnit",
                 "cbi_unregisterUnit",
                 "cbi_reportNow",

@@ -214,6 +214,7 @@ fn defined_globals(file: &Path, dynamic: bool) -> Vec<String> {
 fn only_the_abi_leaves_the_static_and_the_shared_runtime() {
     let abi = [
         "cbi_atomsObserve",
+        "cbi_checkCountdown",
         "cbi_countdown",
         "cbi_gObjectUnrefClassify",
         "cbi_nextTimestamp",

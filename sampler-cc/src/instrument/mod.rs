@@ -963,10 +963,17 @@ impl Context<'_> {
              void *schemes, *registry_next; }} {prefix}_unit = {{ 2, {}, {prefix}_signature, {prefix}_schemes, 0 }};",
             tables.len()
         );
+        // A unit that defines the countdown asks the runtime whether it is
+        // the one the runtime refills (countdown_declaration).
+        let check = if defines_countdown(self.options.tls_model, self.options.sample) {
+            " __cbi_check_countdown(&cbi_countdown);"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
             "static void __attribute__((__constructor__, __used__)) {prefix}_register(void) \
-             {{ __cbi_register_unit(&{prefix}_unit); }}\n\
+             {{ __cbi_register_unit(&{prefix}_unit);{check} }}\n\
              static void __attribute__((__destructor__, __used__)) {prefix}_unregister(void) \
              {{ __cbi_unregister_unit(&{prefix}_unit); }}"
         );
@@ -1073,14 +1080,22 @@ fn is_branch_leaf(function: &Function, id: NodeId) -> bool {
 /// the executable's own and left the runtime with its own. Each object
 /// keeps its 4 bytes of TLS; the first one linked is the countdown.
 fn countdown_declaration(model: TlsModel, sampled: bool) -> String {
-    if sampled && model == TlsModel::LocalExec {
+    if defines_countdown(model, sampled) {
         "__attribute__((__weak__, __visibility__(\"default\"), __tls_model__(\"local-exec\"))) \
-         __thread int cbi_countdown;\n"
+         __thread int cbi_countdown;\n\
+         extern void __cbi_check_countdown(const int *) __asm__(\"cbi_checkCountdown\");\n"
             .into()
     } else {
         "extern __thread int cbi_countdown __attribute__((__tls_model__(\"initial-exec\")));\n"
             .into()
     }
+}
+
+/// Whether a unit compiled with `model` defines the countdown (and checks,
+/// from its constructor, that the runtime refills that one: a link that
+/// hides the executable's definition leaves the runtime its own).
+fn defines_countdown(model: TlsModel, sampled: bool) -> bool {
+    sampled && model == TlsModel::LocalExec
 }
 
 fn symbol(scheme: Scheme) -> String {

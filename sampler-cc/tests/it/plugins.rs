@@ -494,4 +494,45 @@ fn executables_hold_the_countdown_their_shared_objects_use() {
             );
         }
     }
+
+    // A version script that hides the executable's definition leaves it a
+    // countdown of its own: the runtime says so once, from the unit's
+    // constructor, and the counts show why (the executable's loop test
+    // counted at nearly every event, as its countdown is never refilled).
+    lab.write("hide.map", "{ local: *; };\n");
+    cc(&["-c", "main.c", "-o", "main.o"]);
+    let hidden = [
+        "-Wl,--version-script=hide.map",
+        "main.o",
+        "address.o",
+        "-L.",
+    ];
+    cc(&[&hidden[..], &["-ltls", &rpath, "-ldl", "-o", "prog"]].concat());
+    let output = lab
+        .command(lab.path("prog"))
+        .env("SAMPLER_FILE", lab.path("report"))
+        .env("SAMPLER_SPARSITY", "100")
+        .env("SAMPLER_SEED", "7")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "0 0 6667\n");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "sampler: warning: instrumented code in this executable decrements a cbi_countdown of \
+         its own, not the runtime's: the link hid the executable's definition (a version script \
+         or --exclude-libs), so nearly all its events would be counted; export cbi_countdown \
+         (-Wl,--export-dynamic-symbol=cbi_countdown) or compile with \
+         -fsampler-tls-model=initial-exec\n"
+    );
+    let resolved = lab.resolve("report", &["prog", "libtls.so"]);
+    let counted: u64 = resolved
+        .lines()
+        .find(|line| line.split('\t').nth(7) == Some("i < 20000"))
+        .unwrap()
+        .split('\t')
+        .skip(8)
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert!(counted >= 20_000, "{resolved}");
 }
