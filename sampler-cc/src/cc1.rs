@@ -259,6 +259,7 @@ fn instrument_file(
                 (regions.unrolled_loops, "unrolled"),
                 (regions.loops_across_calls, "across calls"),
                 (regions.nested_loops, "nested"),
+                (regions.warm_loops, "warm"),
             ]),
             regions.expressions,
             regions.cloned_sites,

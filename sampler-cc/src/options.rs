@@ -43,6 +43,11 @@ pub struct Options {
     /// region for its whole execution (`-fsample-whole-loops`), instead of
     /// one per iteration (default).
     pub sample_whole_loops: bool,
+    /// With `sample_regions`, a small innermost loop without calls runs
+    /// per iteration for its first [`WARM_EXECUTIONS`] executions in the
+    /// process, then as one event per execution (`-fsample-warm-loops`;
+    /// off by default).
+    pub sample_warm_loops: bool,
     /// With `sample_regions`, a loop region's FAST iterations run in a
     /// loop of their own, without the draw's call (`-fsample-split-loops`,
     /// default).
@@ -117,6 +122,7 @@ impl Default for Options {
             clone_regions: true,
             sample_regions: true,
             sample_whole_loops: false,
+            sample_warm_loops: false,
             sample_split_loops: true,
             sample_counted_loops: true,
             sample_unrolled_loops: true,
@@ -205,6 +211,13 @@ impl TlsModel {
             .ok_or_else(|| OptionError::BadTlsModel(value.into()))
     }
 }
+
+/// The executions of a loop (in the process, every thread together) that
+/// `-fsample-warm-loops` keeps per iteration before it samples the loop's
+/// executions whole: about the usual sparsity, so that a loop executed
+/// that often in a run is observed in it with probability at least about
+/// 1 − e^(−iterations), as per iteration.
+pub const WARM_EXECUTIONS: u32 = 1024;
 
 /// One `-finclude-*` / `-fexclude-*` rule. The first rule that matches a
 /// site decides; a site no rule matches is included.
@@ -465,6 +478,17 @@ pub const FLAGS: &[FlagGroup] = &[
                   for its whole execution, every iteration observed when it is sampled (its \
                   fast copy is the plain loop), or one per iteration (default: a loop run once \
                   per run with many iterations is then seen in more runs)",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-warm-loops", |o| o.sample_warm_loops = true),
+            switch("-fno-sample-warm-loops", |o| o.sample_warm_loops = false),
+        ],
+        meaning: "with -fsample-regions: a small innermost loop without calls, gotos or \
+                  returns runs one decision per iteration for its first 1024 executions in the \
+                  process, then one for each whole execution (its fast copy the plain loop), so \
+                  that a loop run few times per run keeps being observed in as many runs; or \
+                  one per iteration always (default)",
     },
     FlagGroup {
         flags: &[valued("-fsampler-rates=", "FILE", |o, v| {

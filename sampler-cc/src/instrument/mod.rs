@@ -357,6 +357,9 @@ fn instrument_here(
     // The sampling transform: fast and slow copies of regions, which need
     // to know which calls may run sites.
     let mut regions = RegionStats::default();
+    // Regions are numbered across the unit; `-fsample-warm-loops` keeps a
+    // counter of executions per region number.
+    let mut next_region = 0;
     if options.sample && options.clone_regions {
         let with_sites: HashSet<&str> = found_per_function
             .iter()
@@ -365,7 +368,7 @@ fn instrument_here(
             .collect();
         let weighty = weighty::Weighty::new(unit, &with_sites);
         let is_weighty = |call: &crate::frontend::Call| weighty.is_weighty(call);
-        let mut next_region = 0;
+        let warm_counters = format!("{}_warm", context.prefix);
         for (function, found, ids) in &mut found_per_function {
             let mut in_regions = Vec::new();
             regions::clone_regions(
@@ -377,6 +380,7 @@ fn instrument_here(
                 regions::Forms {
                     per_region: options.sample_regions,
                     whole_loops: options.sample_whole_loops,
+                    warm_loops: options.sample_warm_loops,
                     split_loops: options.sample_regions && options.sample_split_loops,
                     counted_loops: options.sample_counted_loops,
                     unrolled_loops: options.sample_unrolled_loops,
@@ -389,6 +393,7 @@ fn instrument_here(
                 &mut next_region,
                 &mut regions,
                 &mut in_regions,
+                &warm_counters,
             );
             for (mark, scale) in in_regions {
                 let mark = &found.marks[mark];
@@ -398,6 +403,11 @@ fn instrument_here(
             }
         }
     }
+    let warm_slots = if regions.warm_loops > 0 {
+        next_region
+    } else {
+        0
+    };
     for (_, found, _) in found_per_function {
         insertions.extend(found.insertions);
     }
@@ -413,7 +423,7 @@ fn instrument_here(
             .collect::<Vec<_>>()
     });
 
-    let prelude = context.prelude(&signature, &tables, scales.as_deref());
+    let prelude = context.prelude(&signature, &tables, scales.as_deref(), warm_slots);
     let prelude_at = context.map.after_first_line(text.len());
     let mut output = Vec::with_capacity(text.len() + prelude.len() + insertions.len() * 160);
     output.extend_from_slice(&text[..prelude_at]);
@@ -786,6 +796,7 @@ impl Context<'_> {
         signature: &str,
         tables: &[(Scheme, Vec<Site>)],
         scales: Option<&[(Scheme, Vec<u32>)]>,
+        warm_slots: usize,
     ) -> String {
         let prefix = &self.prefix;
         let mut out = String::new();
@@ -826,6 +837,9 @@ impl Context<'_> {
              __attribute__((__weak__));\n",
         );
         let hidden = "__attribute__((__visibility__(\"hidden\"), __weak__))";
+        if warm_slots > 0 {
+            let _ = writeln!(out, "{hidden} unsigned int {prefix}_warm[{warm_slots}];");
+        }
         // Not `static`: C99 inline functions may not use static objects,
         // and user code calls these.
         let helper = format!("{hidden} void");

@@ -142,6 +142,7 @@ use super::counted::CountedLoop;
 use super::outline::{Outline, SLOW_SUFFIX, outline};
 use super::weighty::RETURNS_TWICE;
 use super::{Insertion, rewrite_checks};
+use crate::options::WARM_EXECUTIONS;
 
 /// The countdown decrement that stands for `count` sites on expression
 /// `node` in a fast copy.
@@ -188,6 +189,9 @@ pub struct RegionStats {
     /// Loops among `loops` with loops inside, whose regions each copy of
     /// the iteration holds (`-fsample-nested-loops`).
     pub nested_loops: usize,
+    /// Loops among `loops` that run whole once warm
+    /// (`-fsample-warm-loops`).
+    pub warm_loops: usize,
     /// Runs among `runs` with loops inside, whose regions each copy of the
     /// run holds (`-fsample-nested-runs`).
     pub nested_runs: usize,
@@ -212,6 +216,7 @@ impl RegionStats {
         self.counted_loops += other.counted_loops;
         self.unrolled_loops += other.unrolled_loops;
         self.nested_loops += other.nested_loops;
+        self.warm_loops += other.warm_loops;
         self.nested_runs += other.nested_runs;
         self.expressions += other.expressions;
         self.declarations += other.declarations;
@@ -299,6 +304,8 @@ pub(super) struct Forms {
     pub per_region: bool,
     /// `-fsample-whole-loops` (with `per_region`).
     pub whole_loops: bool,
+    /// `-fsample-warm-loops` (with `per_region`).
+    pub warm_loops: bool,
     /// `-fsample-split-loops` (with `per_region`).
     pub split_loops: bool,
     /// `-fsample-counted-loops` (with `split_loops`).
@@ -337,6 +344,7 @@ pub(super) fn clone_regions(
     next_region: &mut usize,
     stats: &mut RegionStats,
     in_regions: &mut Vec<(usize, u32)>,
+    warm_counters: &str,
 ) {
     if let Some(reason) = unclonable_function(function, text) {
         if !marks.is_empty() {
@@ -445,6 +453,7 @@ pub(super) fn clone_regions(
         split_loops: forms.split_loops,
         counted_loops: forms.counted_loops,
         unrolled_loops: forms.unrolled_loops,
+        warm_counters: (forms.per_region && forms.warm_loops).then_some(warm_counters),
         nest: RefCell::new(None),
         in_fast: Cell::new(None),
     };
@@ -1826,6 +1835,9 @@ struct Renderer<'a> {
     /// `-fsample-unrolled-loops` (with `split_loops`): a small loop that
     /// is not counted runs its FAST iterations [`UNROLL`] to a decrement.
     unrolled_loops: bool,
+    /// `-fsample-warm-loops`: the unit's array of loop executions, by
+    /// region number ([`Renderer::warm`]).
+    warm_counters: Option<&'a str>,
     /// While a nested loop region's copies are rendered, what each copy
     /// holds of its inner loops.
     nest: RefCell<Option<Nest>>,
@@ -2057,6 +2069,7 @@ impl Renderer<'_> {
         if self.per_region {
             in_regions.extend(self.region_marks(region).map(|mark| (mark, scale)));
         }
+        stats.warm_loops += usize::from(self.warm(region, scale));
         stats.counted_loops += usize::from(counted);
         stats.unrolled_loops += usize::from(self.unrolled(region, scale, counted));
         match region.shape {
@@ -2429,6 +2442,42 @@ impl Renderer<'_> {
         let parts = loop_parts(function, id);
         let shape = self.loop_text(id, number, &parts)?;
         let exit = self.write_back(region, local);
+        let warm = self
+            .warm_counters
+            .filter(|_| !slow_only && self.warm(region, scale));
+        if let Some(counters) = warm {
+            // Once the loop has run WARM_EXECUTIONS times in the process,
+            // each execution is one event: FAST the plain loop, SLOW the
+            // loop observing every iteration. Both are system-header text
+            // (the per-iteration copies below keep gcc's warnings), and
+            // the loop has no label, `goto` or `return` to rename or to
+            // write the local back for. Before, the per-iteration form.
+            let counter = format!("{counters}[{number}]");
+            let _ = write!(
+                out,
+                "{{ if (__builtin_expect(__atomic_load_n(&{counter}, 0) >= {WARM_EXECUTIONS}U, 1)) \
+                 {{ {load}{test}"
+            );
+            let outer = self.in_fast.get();
+            if outer.is_none() {
+                self.in_fast.set(Some((region.start, region.end)));
+            }
+            let whole = self.both(
+                out,
+                region,
+                local,
+                (region.start, region.end),
+                own,
+                Some(" } else {"),
+            );
+            self.in_fast.set(outer);
+            whole?;
+            let _ = write!(
+                out,
+                " }} {exit}}} else {{ __atomic_store_n(&{counter}, \
+                 __atomic_load_n(&{counter}, 0) + 1U, 0); "
+            );
+        }
         // `for`'s initialisation runs once, before a region's local is
         // loaded: its sites keep their checks on the global countdown (on
         // the function's local, which is live).
@@ -2538,6 +2587,9 @@ impl Renderer<'_> {
         } else {
             out.push_str(" } } } }\n");
         }
+        if warm.is_some() {
+            out.push_str(" } }\n");
+        }
         // Back to the line and column where the loop ends.
         let system =
             self.in_fast.get().is_some() || self.map.presumed(region.end).is_some_and(|p| p.system);
@@ -2581,6 +2633,40 @@ impl Renderer<'_> {
     /// byte comparison: the sqlite3 shell −0.8% instructions uncounted,
     /// zlib and bc, whose counted loops all run to their condition,
     /// unchanged).
+    /// Whether loop region `region` of `scale` runs whole once warm
+    /// (`-fsample-warm-loops`): at scale 1, an innermost loop (no holes,
+    /// no weighty call) of at most [`WHOLE_LOOP_NODES`] nodes without
+    /// calls (but `__builtin_`s), named labels, `goto`s or `return`s, so
+    /// that its two whole copies need no renamed label and no write-back.
+    fn warm(&self, region: &Region, scale: u32) -> bool {
+        let Shape::Loop { node } = region.shape else {
+            return false;
+        };
+        if self.warm_counters.is_none() || scale != 1 || region.unsplit() {
+            return false;
+        }
+        let function = self.function;
+        let mut size = 0u32;
+        subtree(function, node).all(|n| {
+            size += 1;
+            let node = function.node(n);
+            let plain = match &node.kind {
+                NodeKind::Call(call) => {
+                    !node.evaluated
+                        || call
+                            .direct
+                            .as_deref()
+                            .is_some_and(|name| name.starts_with("__builtin_"))
+                }
+                NodeKind::Jump(Jump::Goto(_))
+                | NodeKind::Return
+                | NodeKind::Labelled(Label::Named(_)) => false,
+                _ => true,
+            };
+            plain && size <= WHOLE_LOOP_NODES
+        })
+    }
+
     fn leaves_early(&self, id: NodeId) -> bool {
         let function = self.function;
         subtree(function, id).any(|n| match function.node(n).kind {

@@ -344,6 +344,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-sample-inline-allowance",
             "-fsample-whole-loops",
             "-fno-sample-whole-loops",
+            "-fsample-warm-loops",
+            "-fno-sample-warm-loops",
             "-fsampler-rates=FILE",
             "-fthreads",
             "-fno-threads",

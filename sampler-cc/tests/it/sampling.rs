@@ -2543,3 +2543,124 @@ fn the_inlining_limit_allows_for_the_sampling_wrapper() {
         }
     }
 }
+
+/// A loop `-fsample-warm-loops` samples whole once warm: innermost, no
+/// call, `goto` or `return`. Its test `a[i] > phase` is false in every
+/// iteration of the first 1024 executions and true in every iteration of
+/// the 2000 after them.
+const WARM: &str = r#"#include <stdio.h>
+
+static int phase;
+
+static int scan(const int *a, int n)
+{
+    int hits = 0;
+    for (int i = 0; i < n; i++)
+        if (a[i] > phase)
+            hits++;
+    return hits;
+}
+
+int main(int argc, char **argv)
+{
+    int a[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    long total = 0;
+    (void)argv;
+    for (int r = 0; r < 3024; r++) {
+        phase = r < 1024 ? 100 : argc - 1;
+        total += scan(a, 8);
+    }
+    printf("%ld\n", total);
+    return 0;
+}
+"#;
+
+/// `-fsample-warm-loops`: a small loop runs per iteration for its first
+/// 1024 executions, exactly as without the flag (the same seed samples
+/// the same events there), then one decision per execution, every
+/// iteration of a sampled execution observed: `a[i] > phase`, true only
+/// after the warm-up, is observed true a multiple of 8 times (the loop's
+/// 8 iterations), where per iteration it is not. Outputs are plain gcc's,
+/// counts at sparsity 1 `-fno-sample`'s, gcc's warnings its own.
+#[test]
+fn warm_loops_run_whole_after_their_first_executions() {
+    let lab = Lab::new();
+    lab.write("warm.c", WARM);
+    let flags = ["-O2", "-Wall", "-Wextra", "warm.c", "-o"];
+    let plain = lab.gcc(&[&flags[..], &["plain"]].concat());
+    let warnings = diagnostics(&plain.stderr);
+    let expected = lab.run("plain", &[], "none", &[]);
+    assert_eq!(expected, "16000\n");
+    let schemes = ["-fsampler-strict", "-fsampler-scheme=branches"];
+    let exact = lab.cc(&[&schemes[..], &["-fno-sample"], &flags, &["exact"]].concat());
+    assert_eq!(diagnostics(&exact.stderr), warnings);
+    assert_eq!(lab.run("exact", &[], "exact.report", &[]), expected);
+    let exact = counters(&lab.resolve("exact.report", &["exact"]));
+    let per_iteration = lab.cc(&[&schemes[..], &flags, &["iterations"]].concat());
+    assert_eq!(diagnostics(&per_iteration.stderr), warnings);
+    let built = lab.cc(&[
+        &schemes[..],
+        &["-fsample-warm-loops", "-fsampler-stats"],
+        &flags,
+        &["warm"],
+    ]
+    .concat());
+    assert_eq!(diagnostics(&built.stderr), warnings);
+    let stats = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stats.contains(
+            "2 loops of which 1 counted, 1 across calls and 1 warm, 0 expressions, 4 sites)"
+        ),
+        "{stats}"
+    );
+    let site = |counts: &BTreeMap<String, Vec<u64>>, predicate: &str| -> Vec<u64> {
+        let found: Vec<&Vec<u64>> = counts
+            .iter()
+            .filter(|(key, _)| key.contains(&format!("\t{predicate}\t")))
+            .map(|(_, values)| values)
+            .collect();
+        assert_eq!(found.len(), 1, "{predicate}: {counts:?}");
+        found[0].clone()
+    };
+    for sparsity in ["1", "10", "1000000000"] {
+        let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", "5")];
+        let mut observed = Vec::new();
+        for program in ["warm", "iterations"] {
+            let report = format!("{program}-{sparsity}.report");
+            assert_eq!(
+                lab.run(program, &[], &report, &env),
+                expected,
+                "{program} {sparsity}"
+            );
+            observed.push(counters(&lab.resolve(&report, &[program])));
+        }
+        let [warm, iterations] = &observed[..] else {
+            unreachable!()
+        };
+        let [whole_false, whole_true] = site(warm, "a[i] > phase")[..] else {
+            unreachable!()
+        };
+        let [each_false, each_true] = site(iterations, "a[i] > phase")[..] else {
+            unreachable!()
+        };
+        match sparsity {
+            "1" => {
+                assert_eq!(warm, &exact);
+                assert_eq!((whole_false, whole_true), (8192, 16000));
+            }
+            "10" => {
+                // The warm-up is the per-iteration form, event for event.
+                assert_eq!(whole_false, each_false);
+                assert!((700..=940).contains(&whole_false), "{whole_false}");
+                // After it, whole executions: 2,000 at 1/10, 8 each:
+                // 1,600 ± 5σ (σ = 8·√180 ≈ 107).
+                assert_eq!(whole_true % 8, 0, "{whole_true}");
+                assert!((1063..=2137).contains(&whole_true), "{whole_true}");
+                assert_ne!(each_true % 8, 0, "{each_true}");
+            }
+            _ => {
+                assert!(warm.values().flatten().all(|&n| n == 0), "{warm:?}");
+            }
+        }
+    }
+}
