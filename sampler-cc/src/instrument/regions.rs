@@ -2619,20 +2619,6 @@ impl Renderer<'_> {
             && self.unrollable(node)
     }
 
-    /// Whether loop `id`'s FAST iterations can run [`UNROLL`] to one
-    /// decrement: it is small (its copies multiply gcc's work), and
-    /// nothing leaves it but its condition (no `break`, `return` or
-    /// `goto`, whose paths would each have to give back the iterations
-    /// not run; a `continue` of its own goes to the next copy) and no
-    /// label would be defined twice.
-    /// Whether something but its condition can end loop `id`: a `break`
-    /// of its own, a `return` or a `goto`. Such a loop is not counted: it
-    /// often ends after an iteration or two (a search, a comparison), and
-    /// the counted head (ten instructions or so on entry) then costs more
-    /// than the test per iteration it saves (`vdbeSorterCompareInt`'s
-    /// byte comparison: the sqlite3 shell −0.8% instructions uncounted,
-    /// zlib and bc, whose counted loops all run to their condition,
-    /// unchanged).
     /// Whether loop region `region` of `scale` runs whole once warm
     /// (`-fsample-warm-loops`): at scale 1, an innermost loop (no holes,
     /// no weighty call) of at most [`WHOLE_LOOP_NODES`] nodes without
@@ -2667,6 +2653,14 @@ impl Renderer<'_> {
         })
     }
 
+    /// Whether something but its condition can end loop `id`: a `break`
+    /// of its own, a `return` or a `goto`. Such a loop is not counted: it
+    /// often ends after an iteration or two (a search, a comparison), and
+    /// the counted head (ten instructions or so on entry) then costs more
+    /// than the test per iteration it saves (`vdbeSorterCompareInt`'s
+    /// byte comparison: the sqlite3 shell −0.8% instructions uncounted,
+    /// zlib and bc, whose counted loops all run to their condition,
+    /// unchanged).
     fn leaves_early(&self, id: NodeId) -> bool {
         let function = self.function;
         subtree(function, id).any(|n| match function.node(n).kind {
@@ -2676,6 +2670,12 @@ impl Renderer<'_> {
         })
     }
 
+    /// Whether loop `id`'s FAST iterations can run [`UNROLL`] to one
+    /// decrement: it is small (its copies multiply gcc's work), and
+    /// nothing leaves it but its condition (no `break`, `return` or
+    /// `goto`, whose paths would each have to give back the iterations
+    /// not run; a `continue` of its own goes to the next copy) and no
+    /// label would be defined twice.
     fn unrollable(&self, id: NodeId) -> bool {
         let function = self.function;
         // Asked for the stats and for the render: a walk of at most
