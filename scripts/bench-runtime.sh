@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317  # the PROGRAM_ functions below are called by name (configure_$prog, ...)
 # Run-time benchmark: how much slower do real CPU-bound programs run when
 # built with sampler-cc? Builds zlib's minigzip, GNU bc and the sqlite3 shell
 # in four forms, runs one fixed workload with each, and compares their CPU
@@ -117,7 +118,7 @@ max_attempts=9   # the first build and up to 8 workaround rebuilds
 # Bump when a build recipe below changes, so that cached builds are redone.
 recipe=1
 
-usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
+usage() { sed -n '2,/^set -euo/{/^# shellcheck /d;/^#/s/^# \{0,1\}//p}' "$0"; }
 die() { echo "bench-runtime.sh: $*" >&2; exit 2; }
 warn() { echo "bench-runtime.sh: WARNING: $*" >&2; }
 
@@ -192,7 +193,7 @@ thousands() { printf '%s' "$1" | sed ':a; s/\B[0-9]\{3\}\>/,&/; ta'; }
 
 # --- sources (as scripts/corpus.sh) -------------------------------------------
 
-# shellcheck source=lib/debian-source.sh
+# shellcheck source-path=SCRIPTDIR source=lib/debian-source.sh
 . "$(dirname "$0")/lib/debian-source.sh"
 
 # --- forms --------------------------------------------------------------------
@@ -237,7 +238,9 @@ compiler_id() {
 #                             with outputs into directory OUT
 #   describe_PROGRAM SIZE     what the workload does, for the table
 
+# shellcheck disable=SC2034  # read by name (${!pkg_var}, ${!binary_var})
 zlib_pkg=zlib bc_pkg=bc sqlite_pkg=sqlite3
+# shellcheck disable=SC2034
 zlib_binary=minigzip bc_binary=bc/bc sqlite_binary=sqlite3
 runner=()
 
@@ -599,7 +602,9 @@ check_variants() {
         elif ! cmp -s "$scratch/plain.sums" "$scratch/$v.sums"; then
             echo "    $v: OUTPUT DIFFERS FROM PLAIN'S:" >&2
             diff "$scratch/plain.sums" "$scratch/$v.sums" | sed 's/^/        /' >&2 || true
-            [[ -f $scratch/plain.stderr ]] && diff "$scratch/plain.stderr" "$out/stderr" | head -n 10 >&2 || true
+            if [[ -f $scratch/plain.stderr ]]; then
+                diff "$scratch/plain.stderr" "$out/stderr" | head -n 10 >&2 || true
+            fi
             failed=1; continue
         fi
         [[ $v == plain ]] && cp "$out/stderr" "$scratch/plain.stderr"
@@ -666,7 +671,7 @@ for prog in "${programs[@]}"; do
     fi
 
     in=$("input_$prog" "$size")
-    echo "==> $prog: check run of each form ($(describe_$prog "$size"))"
+    echo "==> $prog: check run of each form ($("describe_$prog" "$size"))"
     t0=$(now_us)
     rm -f "$scratch"/*.sums "$scratch/plain.stderr"
     check_variants "$in"
@@ -697,7 +702,7 @@ for prog in "${programs[@]}"; do
     declare -A irs=()
     if $callgrind; then
         cg_in=$("input_$prog" small)
-        echo "==> $prog: callgrind, small workload ($(describe_$prog small))"
+        echo "==> $prog: callgrind, small workload ($("describe_$prog" small))"
         for v in "${measured[@]}"; do
             t0=$(now_us)
             callgrind_variant "$v" "$cg_in"
@@ -710,8 +715,8 @@ for prog in "${programs[@]}"; do
     read -r -a plain_runs <<<"${samples[plain]}"
     m_plain=$(median "${plain_runs[@]}")
     table="### $prog: $(basename "$tarball")"$'\n\n'
-    table+="workload ($size): $(describe_$prog "$size")"$'\n'
-    $callgrind && table+="callgrind workload (small): $(describe_$prog small)"$'\n'
+    table+="workload ($size): $("describe_$prog" "$size")"$'\n'
+    $callgrind && table+="callgrind workload (small): $("describe_$prog" small)"$'\n'
     table+="command: \`$invocation\` (cc $cc, id $cid, $(date -u +%Y-%m-%dT%H:%MZ), load $(cut -d' ' -f1-3 /proc/loadavg))"$'\n\n'
     table+="| form | median CPU s | ratio | Ir | Ir ratio | CPU s of each run |"$'\n'
     table+="|---|---:|---:|---:|---:|---|"$'\n'
