@@ -245,6 +245,25 @@ fn counters(resolved: &str) -> BTreeMap<String, Vec<u64>> {
     sites
 }
 
+/// The builds a sampled form of a program is compared with, `flags`
+/// ending in `-o`: plain gcc's (`plain`), whose warnings and output are
+/// returned, and sampler-cc's with `schemes` and `-fno-sample` (`exact`),
+/// which must keep both, and whose exact counters are returned.
+fn reference_builds(
+    lab: &Lab,
+    flags: &[&str],
+    schemes: &[&str],
+) -> (Vec<String>, String, BTreeMap<String, Vec<u64>>) {
+    let plain = lab.gcc(&[flags, &["plain"]].concat());
+    let warnings = diagnostics(&plain.stderr);
+    let expected = lab.run("plain", &[], "none", &[]);
+    let exact = lab.cc(&[schemes, &["-fno-sample"], flags, &["exact"]].concat());
+    assert_eq!(diagnostics(&exact.stderr), warnings);
+    assert_eq!(lab.run("exact", &[], "exact.report", &[]), expected);
+    let exact = counters(&lab.resolve("exact.report", &["exact"]));
+    (warnings, expected, exact)
+}
+
 #[test]
 fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     let lab = Lab::new();
@@ -1661,23 +1680,18 @@ fn runs_holding_loops_are_one_event_and_their_loops_their_own() {
     let lab = Lab::new();
     lab.write("runs.c", NESTED_RUNS);
     let flags = ["-O2", "-Wall", "-Wextra", "runs.c", "-o"];
-    let plain = lab.gcc(&[&flags[..], &["plain"]].concat());
-    let warnings = diagnostics(&plain.stderr);
-    let expected = lab.run("plain", &[], "none", &[]);
-    assert_eq!(expected, "825900\n");
     let schemes = [
         "-fsampler-strict",
         "-fsampler-scheme=branches",
         "-fsampler-scheme=returns",
     ];
+    let (warnings, expected, exact) = reference_builds(&lab, &flags, &schemes);
+    assert_eq!(expected, "825900\n");
     let build = |name: &str, form: &str| -> String {
         let built = lab.cc(&[&schemes[..], &["-fsampler-stats", form], &flags, &[name]].concat());
         assert_eq!(diagnostics(&built.stderr), warnings, "{form}");
         String::from_utf8_lossy(&built.stderr).into_owned()
     };
-    build("exact", "-fno-sample");
-    assert_eq!(lab.run("exact", &[], "exact.report", &[]), expected);
-    let exact = counters(&lab.resolve("exact.report", &["exact"]));
     let stats = build("nested", "-fsample-nested-runs");
     assert!(
         stats.contains(
@@ -1785,15 +1799,9 @@ fn inner_loops_with_labels_stay_in_their_nested_region() {
     let lab = Lab::new();
     lab.write("labelled.c", LABELLED);
     let flags = ["-O2", "-Wall", "-Wextra", "labelled.c", "-o"];
-    let plain = lab.gcc(&[&flags[..], &["plain"]].concat());
-    let warnings = diagnostics(&plain.stderr);
-    let expected = lab.run("plain", &[], "none", &[]);
-    assert_eq!(expected, "4155\n");
     let schemes = ["-fsampler-strict", "-fsampler-scheme=branches"];
-    let exact = lab.cc(&[&schemes[..], &["-fno-sample"], &flags, &["exact"]].concat());
-    assert_eq!(diagnostics(&exact.stderr), warnings);
-    assert_eq!(lab.run("exact", &[], "exact.report", &[]), expected);
-    let exact = counters(&lab.resolve("exact.report", &["exact"]));
+    let (warnings, expected, exact) = reference_builds(&lab, &flags, &schemes);
+    assert_eq!(expected, "4155\n");
     let built = lab.cc(&[&schemes[..], &["-fsampler-stats"], &flags, &["nested"]].concat());
     assert_eq!(diagnostics(&built.stderr), warnings);
     let stats = String::from_utf8_lossy(&built.stderr);
@@ -2587,15 +2595,9 @@ fn warm_loops_run_whole_after_their_first_executions() {
     let lab = Lab::new();
     lab.write("warm.c", WARM);
     let flags = ["-O2", "-Wall", "-Wextra", "warm.c", "-o"];
-    let plain = lab.gcc(&[&flags[..], &["plain"]].concat());
-    let warnings = diagnostics(&plain.stderr);
-    let expected = lab.run("plain", &[], "none", &[]);
-    assert_eq!(expected, "16000\n");
     let schemes = ["-fsampler-strict", "-fsampler-scheme=branches"];
-    let exact = lab.cc(&[&schemes[..], &["-fno-sample"], &flags, &["exact"]].concat());
-    assert_eq!(diagnostics(&exact.stderr), warnings);
-    assert_eq!(lab.run("exact", &[], "exact.report", &[]), expected);
-    let exact = counters(&lab.resolve("exact.report", &["exact"]));
+    let (warnings, expected, exact) = reference_builds(&lab, &flags, &schemes);
+    assert_eq!(expected, "16000\n");
     let per_iteration = lab.cc(&[&schemes[..], &flags, &["iterations"]].concat());
     assert_eq!(diagnostics(&per_iteration.stderr), warnings);
     let built = lab.cc(&[
