@@ -440,7 +440,9 @@ pub const FLAGS: &[FlagGroup] = &[
             switch("-fsample-nested-runs", |o| o.sample_nested_runs = true),
             switch("-fno-sample-nested-runs", |o| o.sample_nested_runs = false),
         ],
-        meaning: "with -fsample-nested-loops: a run of statements holding small innermost                   loops is one event for its own sites, the loops' iterations events of their                   own (default), or the loops end runs",
+        meaning: "with -fsample-nested-loops: a run of statements holding small innermost \
+                  loops is one event for its own sites, the loops' iterations events of their \
+                  own (default), or the loops end runs",
     },
     FlagGroup {
         flags: &[

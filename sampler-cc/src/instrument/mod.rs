@@ -811,8 +811,9 @@ impl Context<'_> {
         // its TLS segment static): declared so here, code built with -fPIC
         // reads them at a fixed offset from the thread pointer, where the
         // default general-dynamic model calls __tls_get_addr on each access
-        // (874 calls in an instrumented libz.so).
-        out.push_str(&countdown_declaration(
+        // (874 calls in an instrumented libz.so). In files for executables
+        // the countdown is local-exec and the unit's own (see there).
+        out.push_str(countdown_declaration(
             self.options.tls_model,
             self.options.sample,
         ));
@@ -1074,7 +1075,6 @@ fn is_branch_leaf(function: &Function, id: NodeId) -> bool {
     }
 }
 
-/// The C symbol suffix of a scheme's counters.
 /// The prelude's declaration of the runtime's countdown for `model`
 /// (resolved by the `cc1` stage; `Auto` is read as initial-exec, which is
 /// valid everywhere).
@@ -1093,15 +1093,13 @@ fn is_branch_leaf(function: &Function, id: NodeId) -> bool {
 /// instructions). Weak, not common: gcc's LTO made a common thread-local
 /// the executable's own and left the runtime with its own. Each object
 /// keeps its 4 bytes of TLS; the first one linked is the countdown.
-fn countdown_declaration(model: TlsModel, sampled: bool) -> String {
+fn countdown_declaration(model: TlsModel, sampled: bool) -> &'static str {
     if defines_countdown(model, sampled) {
         "__attribute__((__weak__, __visibility__(\"default\"), __tls_model__(\"local-exec\"))) \
          __thread int cbi_countdown;\n\
          extern void __cbi_check_countdown(const int *) __asm__(\"cbi_checkCountdown\");\n"
-            .into()
     } else {
         "extern __thread int cbi_countdown __attribute__((__tls_model__(\"initial-exec\")));\n"
-            .into()
     }
 }
 
@@ -1112,6 +1110,7 @@ fn defines_countdown(model: TlsModel, sampled: bool) -> bool {
     sampled && model == TlsModel::LocalExec
 }
 
+/// The C symbol suffix of a scheme's counters.
 fn symbol(scheme: Scheme) -> String {
     scheme.name().replace('-', "_")
 }

@@ -447,6 +447,9 @@ pub(super) fn clone_regions(
         map,
         marks,
         labels: planner.labels,
+        calls: planner.calls,
+        size: planner.size,
+        named_label: planner.named_label,
         returns: returns.clone(),
         shared: shared.clone(),
         per_region: forms.per_region,
@@ -876,6 +879,7 @@ impl<'a> Planner<'a> {
         for mark in marks {
             own[mark.node] += mark.count;
         }
+        let nested_loops = forms.per_region && forms.across_calls && forms.nested_loops;
         let mut planner = Planner {
             function,
             text,
@@ -889,12 +893,9 @@ impl<'a> Planner<'a> {
             size: vec![1; n],
             whole_loops: forms.per_region && forms.whole_loops,
             across_calls: forms.per_region && forms.across_calls,
-            nested_loops: forms.per_region && forms.across_calls && forms.nested_loops,
+            nested_loops,
             nesting: false,
-            nested_runs: forms.per_region
-                && forms.across_calls
-                && forms.nested_loops
-                && forms.nested_runs,
+            nested_runs: nested_loops && forms.nested_runs,
             statics: function
                 .locals
                 .iter()
@@ -1333,14 +1334,7 @@ impl<'a> Planner<'a> {
                 }
                 continue;
             }
-            let extents: Option<Vec<(usize, usize)>> = holes
-                .iter()
-                .map(|&hole| {
-                    statement_end(function, self.text, hole)
-                        .map(|hole_end| (function.node(hole).start, hole_end))
-                })
-                .collect();
-            let Some(extents) = extents else {
+            let Some(extents) = self.hole_extents(&holes) else {
                 self.stats.fall_back("statement end not found");
                 self.plan_items(&items, reaches_end, false);
                 continue;
@@ -1358,6 +1352,19 @@ impl<'a> Planner<'a> {
             });
             self.plan_holes(holes);
         }
+    }
+
+    /// The extents of a nested region's inner loops (`holes`), or `None`
+    /// when the end of one cannot be found.
+    fn hole_extents(&self, holes: &[NodeId]) -> Option<Vec<(usize, usize)>> {
+        let function = self.function;
+        holes
+            .iter()
+            .map(|&hole| {
+                statement_end(function, self.text, hole)
+                    .map(|hole_end| (function.node(hole).start, hole_end))
+            })
+            .collect()
     }
 
     /// The regions of a nested region's inner loops, which each of its
@@ -1482,14 +1489,10 @@ impl<'a> Planner<'a> {
             self.stats.fall_back("statement end not found");
             return false;
         };
-        let mut extents = Vec::with_capacity(holes.len());
-        for &hole in &holes {
-            let Some(hole_end) = statement_end(function, self.text, hole) else {
-                self.stats.fall_back("statement end not found");
-                return false;
-            };
-            extents.push((function.node(hole).start, hole_end));
-        }
+        let Some(extents) = self.hole_extents(&holes) else {
+            self.stats.fall_back("statement end not found");
+            return false;
+        };
         if let Some(reason) = self.unclonable_extent(node.start, end) {
             self.stats.fall_back(reason);
             return false;
@@ -1817,6 +1820,12 @@ struct Renderer<'a> {
     marks: &'a [Mark],
     /// The function's named labels.
     labels: HashMap<&'a str, NodeId>,
+    /// The planner's facts on each node's subtree: it holds a call (other
+    /// than to a `__builtin_`), its number of nodes, and whether it holds
+    /// a named label.
+    calls: Vec<bool>,
+    size: Vec<u32>,
+    named_label: Vec<bool>,
     /// The extents of the function's `return` statements.
     returns: Vec<(usize, usize)>,
     /// In a leaf function (no weighty call), the function's own local
@@ -2632,25 +2641,15 @@ impl Renderer<'_> {
             return false;
         }
         let function = self.function;
-        let mut size = 0u32;
-        subtree(function, node).all(|n| {
-            size += 1;
-            let node = function.node(n);
-            let plain = match &node.kind {
-                NodeKind::Call(call) => {
-                    !node.evaluated
-                        || call
-                            .direct
-                            .as_deref()
-                            .is_some_and(|name| name.starts_with("__builtin_"))
-                }
-                NodeKind::Jump(Jump::Goto(_))
-                | NodeKind::Return
-                | NodeKind::Labelled(Label::Named(_)) => false,
-                _ => true,
-            };
-            plain && size <= WHOLE_LOOP_NODES
-        })
+        !self.calls[node]
+            && self.size[node] <= WHOLE_LOOP_NODES
+            && !self.named_label[node]
+            && !subtree(function, node).any(|n| {
+                matches!(
+                    function.node(n).kind,
+                    NodeKind::Jump(Jump::Goto(_)) | NodeKind::Return
+                )
+            })
     }
 
     /// Whether something but its condition can end loop `id`: a `break`
