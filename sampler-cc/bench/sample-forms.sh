@@ -27,7 +27,8 @@ die() { echo "sample-forms.sh: $*" >&2; exit 2; }
 mkdir -p "$work"
 # FORMS (environment): the sampled forms to compare with plain, among
 # sites, regions, split (-fsample-split-loops), whole
-# (-fsample-whole-loops), warm (-fsample-warm-loops), within (-fno-sample-across-calls: runs end
+# (-fsample-whole-loops), warm (-fsample-warm-loops), warmf
+# (-fsample-warm-functions), within (-fno-sample-across-calls: runs end
 # at calls to functions with sites), flat (-fno-sample-nested-loops: no
 # region for the iteration of a loop with loops inside), linear
 # (-fno-sample-nested-runs: loops end runs), inline
@@ -39,11 +40,11 @@ read -r -a sampled_forms <<<"${FORMS:-sites regions}"
 forms=(plain "${sampled_forms[@]}")
 variants=(plain)
 for f in "${sampled_forms[@]}"; do
-    [[ $f == sites || $f == regions || $f == split || $f == whole || $f == warm || $f == within || $f == rolled || $f == flat || $f == linear || $f == inline ]] || die "unknown form $f in FORMS"
+    [[ $f == sites || $f == regions || $f == split || $f == whole || $f == warm || $f == warmf || $f == within || $f == rolled || $f == flat || $f == linear || $f == inline ]] || die "unknown form $f in FORMS"
     variants+=("$f-100" "$f-1000")
 done
 form_cc() { case $1 in plain) echo gcc ;; *) echo "$cc" ;; esac; }
-form_flags() { case $1 in plain) echo "-O2 -g" ;; sites) echo "-O2 -g $schemes -fsample-sites" ;; regions) echo "-O2 -g $schemes -fsample-regions" ;; split) echo "-O2 -g $schemes -fsample-split-loops" ;; whole) echo "-O2 -g $schemes -fsample-whole-loops" ;; warm) echo "-O2 -g $schemes -fsample-warm-loops" ;; within) echo "-O2 -g $schemes -fno-sample-across-calls" ;; rolled) echo "-O2 -g $schemes -fno-sample-unrolled-loops" ;; flat) echo "-O2 -g $schemes -fno-sample-nested-loops" ;; linear) echo "-O2 -g $schemes -fno-sample-nested-runs" ;; inline) echo "-O2 -g $schemes -fno-sample-outlined-functions" ;; esac; }
+form_flags() { case $1 in plain) echo "-O2 -g" ;; sites) echo "-O2 -g $schemes -fsample-sites" ;; regions) echo "-O2 -g $schemes -fsample-regions" ;; split) echo "-O2 -g $schemes -fsample-split-loops" ;; whole) echo "-O2 -g $schemes -fsample-whole-loops" ;; warm) echo "-O2 -g $schemes -fsample-warm-loops" ;; warmf) echo "-O2 -g $schemes -fsample-warm-functions" ;; within) echo "-O2 -g $schemes -fno-sample-across-calls" ;; rolled) echo "-O2 -g $schemes -fno-sample-unrolled-loops" ;; flat) echo "-O2 -g $schemes -fno-sample-nested-loops" ;; linear) echo "-O2 -g $schemes -fno-sample-nested-runs" ;; inline) echo "-O2 -g $schemes -fno-sample-outlined-functions" ;; esac; }
 build() { # program form
     local p=$1 f=$2 src=$work/$1/$2 fcc fflags
     [[ -x $src/done ]] && return 0

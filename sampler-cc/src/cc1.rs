@@ -239,10 +239,30 @@ fn instrument_file(
             .iter()
             .map(|(reason, n)| format!("{n} {reason}"))
             .collect();
+        // Only with -fsample-warm-functions: the line is otherwise as before.
+        let warm = if regions.warm_functions + regions.cold_functions.len() > 0 {
+            let cold: Vec<String> = regions
+                .cold_functions
+                .iter()
+                .map(|(reason, n)| format!("{n} {reason}"))
+                .collect();
+            format!(
+                ", {} warm functions{}",
+                regions.warm_functions,
+                if cold.is_empty() {
+                    String::new()
+                } else {
+                    let n: usize = regions.cold_functions.values().sum();
+                    format!(" ({n} not: {})", cold.join(", "))
+                }
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
             "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs{}, {} loops{}, \
              {} expressions, {} sites), {} declaration runs, {} leaf functions, \
-             {} outlined functions{}, {fell_back} fell back{}; \
+             {} outlined functions{}, {fell_back} fell back{}{warm}; \
              front end {:.3} s, instrumentation {:.3} s",
             main_file(&text).unwrap_or_else(|| input.display().to_string()),
             unit.functions.len(),

@@ -48,6 +48,10 @@ pub struct Options {
     /// process, then as one event per execution (`-fsample-warm-loops`;
     /// off by default).
     pub sample_warm_loops: bool,
+    /// With `sample_regions`, a function runs per region for its first
+    /// [`WARM_EXECUTIONS`] calls in the process, then its plain body with
+    /// one event per call (`-fsample-warm-functions`; off by default).
+    pub sample_warm_functions: bool,
     /// With `sample_regions`, a loop region's FAST iterations run in a
     /// loop of their own, without the draw's call (`-fsample-split-loops`,
     /// default).
@@ -123,6 +127,7 @@ impl Default for Options {
             sample_regions: true,
             sample_whole_loops: false,
             sample_warm_loops: false,
+            sample_warm_functions: false,
             sample_split_loops: true,
             sample_counted_loops: true,
             sample_unrolled_loops: true,
@@ -491,6 +496,19 @@ pub const FLAGS: &[FlagGroup] = &[
                   process, then one for each whole execution (its fast copy the plain loop), so \
                   that a loop run few times per run keeps being observed in as many runs; or \
                   one per iteration always (default)",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-warm-functions", |o| {
+                o.sample_warm_functions = true
+            }),
+            switch("-fno-sample-warm-functions", |o| {
+                o.sample_warm_functions = false
+            }),
+        ],
+        meaning: "with -fsample-regions: a function samples per region for its first 1024 \
+                  calls in the process, then runs its plain body with one decision per call, \
+                  every site of a sampled call observed; or per region always (default)",
     },
     FlagGroup {
         flags: &[valued("-fsampler-rates=", "FILE", |o, v| {

@@ -67,9 +67,10 @@ pub fn symbolize(
     symbolized
 }
 
-/// The suffix of the function sampler-cc outlines a function `F`'s
-/// instrumented (SLOW) copy into: `F__cbi_slow` (`-fsample-outlined-functions`).
-const OUTLINED_SUFFIX: &str = "__cbi_slow";
+/// The suffixes of the functions sampler-cc outlines a function `F`'s
+/// instrumented copies into: `F__cbi_slow` (`-fsample-outlined-functions`,
+/// `-fsample-warm-functions`) and `F__cbi_whole` (`-fsample-warm-functions`).
+const OUTLINED_SUFFIXES: [&str; 2] = ["__cbi_slow", "__cbi_whole"];
 
 /// Reads the frames of sampler-cc's outlined SLOW copy of a function `F`
 /// as `F`'s: `F__cbi_slow` (or its clone `F__cbi_slow.constprop.0`) is
@@ -84,10 +85,12 @@ fn merge_outlined_copies(frames: &mut Vec<SymbolizedFrame>) {
     let mut index = 0;
     while index < frames.len() {
         let outlined = frames[index].function.as_deref().and_then(|name| {
-            let at = name.find(OUTLINED_SUFFIX)?;
-            let rest = &name[at + OUTLINED_SUFFIX.len()..];
-            (at > 0 && is_clone_suffix(rest))
-                .then(|| (name[..at].to_owned(), format!("{}{rest}", &name[..at])))
+            OUTLINED_SUFFIXES.iter().find_map(|suffix| {
+                let at = name.find(suffix)?;
+                let rest = &name[at + suffix.len()..];
+                (at > 0 && is_clone_suffix(rest))
+                    .then(|| (name[..at].to_owned(), format!("{}{rest}", &name[..at])))
+            })
         });
         let Some((caller, renamed)) = outlined else {
             index += 1;
@@ -643,6 +646,17 @@ mod tests {
         assert_eq!(
             merged(frames),
             expected(&[("storex", false), ("store", false), ("main", false)])
+        );
+        // A warm function's copy for sampled calls (never re-entered).
+        let frames = vec![
+            named("strlen_like", true),
+            named("store__cbi_whole", false),
+            named("store", true),
+            named("main", false),
+        ];
+        assert_eq!(
+            merged(frames),
+            expected(&[("strlen_like", true), ("store", false), ("main", false)])
         );
         // Names that only contain the suffix stay.
         let frames = vec![named("__cbi_slow", false), named("x__cbi_slowly", false)];

@@ -12,6 +12,7 @@ mod assignments;
 mod counted;
 mod outline;
 mod regions;
+mod warm;
 mod weighty;
 
 pub use regions::RegionStats;
@@ -381,6 +382,8 @@ fn instrument_here(
                     per_region: options.sample_regions,
                     whole_loops: options.sample_whole_loops,
                     warm_loops: options.sample_warm_loops,
+                    // One event per warm call has scale 1: rates keep per-region sampling.
+                    warm_functions: options.sample_warm_functions && rates.is_none(),
                     split_loops: options.sample_regions && options.sample_split_loops,
                     counted_loops: options.sample_counted_loops,
                     unrolled_loops: options.sample_unrolled_loops,
@@ -403,7 +406,7 @@ fn instrument_here(
             }
         }
     }
-    let warm_slots = if regions.warm_loops > 0 {
+    let warm_slots = if regions.warm_loops + regions.warm_functions > 0 {
         next_region
     } else {
         0

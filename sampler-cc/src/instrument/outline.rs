@@ -84,7 +84,7 @@ const FRAME_BUILTINS: [&str; 6] = [
 /// The predefined identifiers that name the function they are in: the
 /// SLOW copy spells its function's name instead (every enabled `assert`
 /// reads `__PRETTY_FUNCTION__`).
-const FUNCTION_NAMES: [&str; 3] = ["__func__", "__FUNCTION__", "__PRETTY_FUNCTION__"];
+pub(super) const FUNCTION_NAMES: [&str; 3] = ["__func__", "__FUNCTION__", "__PRETTY_FUNCTION__"];
 
 /// What outlining a function's SLOW copy needs from its text.
 #[derive(Debug, PartialEq, Eq)]
@@ -104,6 +104,20 @@ pub(super) struct Outline {
     /// On a draw that declines, `F__cbi_slow` calls `F` again instead of
     /// holding a FAST copy of its own.
     pub reenters: bool,
+    /// A K&R definition (only with [`Declarators::KAndR`]): where its
+    /// parameters' declarations end, at the body.
+    pub declarations_end: Option<usize>,
+}
+
+/// The definitions [`outline`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Declarators {
+    /// Prototypes only: the copy's call back needs `F`'s prototype.
+    Prototyped,
+    /// K&R definitions too (`-fsample-warm-functions`, whose copies
+    /// never call `F`): the copies repeat the parameters' declarations
+    /// and are declared without a prototype.
+    KAndR,
 }
 
 /// The outline of `function`'s SLOW copy, or why it has none.
@@ -111,6 +125,7 @@ pub(super) fn outline(
     function: &Function,
     text: &[u8],
     map: &LineMap,
+    declarators: Declarators,
 ) -> Result<Outline, &'static str> {
     if function.name == "main" {
         return Err("main");
@@ -135,9 +150,16 @@ pub(super) fn outline(
     }
     let close = matching_parenthesis(text, open).ok_or("declarator")?;
     let body = function.node(function.body);
-    if skip_trivia(text, close + 1) != body.start {
+    let declarations_end = if skip_trivia(text, close + 1) == body.start {
+        None
+    } else if declarators == Declarators::KAndR
+        && !function.attributed
+        && k_and_r_declarations(text, close + 1, body.start)
+    {
+        Some(body.start)
+    } else {
         return Err("K&R definition or attributes");
-    }
+    };
     let closing_brace = body.end.checked_sub(1).ok_or("body")?;
     if text.get(closing_brace) != Some(&b'}') {
         return Err("body");
@@ -192,7 +214,27 @@ pub(super) fn outline(
         closing_brace,
         function_names,
         reenters,
+        declarations_end,
     })
+}
+
+/// Whether `text[start..end]`, between a definition's parameter list and
+/// its body, is only the parameters' declarations: it ends with `;`, and
+/// holds no `__attribute__`, `asm` or brackets of an attribute list.
+fn k_and_r_declarations(text: &[u8], start: usize, end: usize) -> bool {
+    let mut previous: &[u8] = b"";
+    for (token, token_end) in tokens(text, start, end) {
+        let word = &text[token..token_end];
+        let attribute = matches!(
+            word,
+            b"__attribute__" | b"__attribute" | b"__asm__" | b"asm" | b"__asm"
+        ) || (word == b"[" && previous == b"[");
+        if attribute {
+            return false;
+        }
+        previous = word;
+    }
+    previous == b";"
 }
 
 /// Whether `function`'s body reads the variable keyed `key`: a use of it,
@@ -344,6 +386,18 @@ mod tests {
         assert_eq!(matching_parenthesis(b"f(int (*g)(int)) {", 1), Some(15));
         assert_eq!(matching_parenthesis(b"f(int a; {", 1), None);
         assert_eq!(matching_parenthesis(b"f(int a /* a) b; */) {", 1), Some(19));
+    }
+
+    #[test]
+    fn k_and_r_declarations_are_told_from_attributes() {
+        let declared = |text: &[u8]| k_and_r_declarations(text, 0, text.len());
+        assert!(declared(b" deflate_state *s; IPos cur_match; "));
+        assert!(declared(b" int a[][3]; /* [[ */ char *p; "));
+        assert!(!declared(b" __attribute__((cold)) "));
+        assert!(!declared(b" int a; __attribute__((unused)) "));
+        assert!(!declared(b" [[gnu::cold]] "));
+        assert!(!declared(b" __asm__(\"f2\") "));
+        assert!(!declared(b""));
     }
 
     #[test]

@@ -139,7 +139,7 @@ use crate::frontend::{Call, Function, Jump, Label, NodeId, NodeKind, Variable};
 use crate::preprocessed::{LineMap, skip_trivia};
 
 use super::counted::CountedLoop;
-use super::outline::{Outline, SLOW_SUFFIX, outline};
+use super::outline::{Declarators, Outline, SLOW_SUFFIX, outline};
 use super::weighty::RETURNS_TWICE;
 use super::{Insertion, rewrite_checks};
 use crate::options::WARM_EXECUTIONS;
@@ -205,6 +205,11 @@ pub struct RegionStats {
     pub cloned_sites: usize,
     /// Candidate regions left with per-site checks, by reason.
     pub fell_back: BTreeMap<&'static str, usize>,
+    /// Functions that run their plain body once warm
+    /// (`-fsample-warm-functions`).
+    pub warm_functions: usize,
+    /// Functions with sites left without the warm form, by reason.
+    pub cold_functions: BTreeMap<&'static str, usize>,
 }
 
 impl RegionStats {
@@ -227,10 +232,18 @@ impl RegionStats {
         for (reason, n) in &other.fell_back {
             *self.fell_back.entry(reason).or_default() += n;
         }
+        self.warm_functions += other.warm_functions;
+        for (reason, n) in &other.cold_functions {
+            *self.cold_functions.entry(reason).or_default() += n;
+        }
     }
 
     fn fall_back(&mut self, reason: &'static str) {
         *self.fell_back.entry(reason).or_default() += 1;
+    }
+
+    fn cold_function(&mut self, reason: &'static str) {
+        *self.cold_functions.entry(reason).or_default() += 1;
     }
 }
 
@@ -306,6 +319,8 @@ pub(super) struct Forms {
     pub whole_loops: bool,
     /// `-fsample-warm-loops` (with `per_region`).
     pub warm_loops: bool,
+    /// `-fsample-warm-functions` (with `per_region`).
+    pub warm_functions: bool,
     /// `-fsample-split-loops` (with `per_region`).
     pub split_loops: bool,
     /// `-fsample-counted-loops` (with `split_loops`).
@@ -352,6 +367,13 @@ pub(super) fn clone_regions(
         }
         return;
     }
+    // The sites' own insertions, for a warm function's copy observing them
+    // all (warm.rs).
+    let sites = if forms.per_region && forms.warm_functions {
+        insertions.clone()
+    } else {
+        Vec::new()
+    };
     let mut planner = Planner::new(function, text, marks, is_weighty, forms);
     planner.plan_statement(function.body);
     stats.add(&planner.stats);
@@ -389,6 +411,17 @@ pub(super) fn clone_regions(
         format!("__cbi_L{}", *next_region - 1)
     });
     if planner.regions.is_empty() && shared.is_none() {
+        warm_function(
+            function,
+            text,
+            map,
+            forms,
+            &sites,
+            insertions,
+            next_region,
+            stats,
+            warm_counters,
+        );
         return;
     }
     // A nested loop region's copies hold the regions of its inner loops:
@@ -534,6 +567,47 @@ pub(super) fn clone_regions(
         stats.leaf_functions += 1;
     }
     *insertions = outside;
+    if !lone {
+        warm_function(
+            function,
+            text,
+            map,
+            forms,
+            &sites,
+            insertions,
+            next_region,
+            stats,
+            warm_counters,
+        );
+    }
+}
+
+/// With `-fsample-warm-functions`, `function`'s rendering (`insertions`)
+/// in its warm form (warm.rs), counting its calls in the next slot of
+/// `warm_counters`.
+#[allow(clippy::too_many_arguments)]
+fn warm_function(
+    function: &Function,
+    text: &[u8],
+    map: &LineMap,
+    forms: Forms,
+    sites: &[Insertion],
+    insertions: &mut Vec<Insertion>,
+    next_region: &mut usize,
+    stats: &mut RegionStats,
+    warm_counters: &str,
+) {
+    if !(forms.per_region && forms.warm_functions) || insertions.is_empty() {
+        return;
+    }
+    let counter = format!("{warm_counters}[{}]", *next_region);
+    match super::warm::warm_function(function, text, map, sites, insertions, &counter) {
+        Ok(()) => {
+            *next_region += 1;
+            stats.warm_functions += 1;
+        }
+        Err(reason) => stats.cold_function(reason),
+    }
 }
 
 /// The outline of `function`'s SLOW copy (outline.rs) when `region`, its
@@ -552,7 +626,7 @@ fn outlinable(
     if first.start != region.start || text.get(skip_trivia(text, region.end)) != Some(&b'}') {
         return None;
     }
-    let outline = outline(function, text, map).ok()?;
+    let outline = outline(function, text, map, Declarators::Prototyped).ok()?;
     let touches = |&(start, end): &(usize, usize)| {
         insertions
             .iter()
@@ -1604,7 +1678,7 @@ impl<'a> Planner<'a> {
 /// told apart (`sqlite3VdbeExec` has six such tables, which kept its
 /// dispatch loop from being a region). Structures and arrays of arrays
 /// are left out.
-fn duplicable_static(function: &Function, text: &[u8], variable: &Variable) -> bool {
+pub(super) fn duplicable_static(function: &Function, text: &[u8], variable: &Variable) -> bool {
     // An array of constant elements is constant (`ty.is_const`).
     let ty = &variable.ty;
     let array = ty.spelling.ends_with(']');

@@ -346,6 +346,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-sample-whole-loops",
             "-fsample-warm-loops",
             "-fno-sample-warm-loops",
+            "-fsample-warm-functions",
+            "-fno-sample-warm-functions",
             "-fsampler-rates=FILE",
             "-fthreads",
             "-fno-threads",

@@ -2666,3 +2666,193 @@ fn warm_loops_run_whole_after_their_first_executions() {
         }
     }
 }
+
+/// Functions `-fsample-warm-functions` runs plain once warm: a leaf with
+/// a counted loop (`scan`), a `void` function with calls, `__func__` and a
+/// constant static table (`note`), a loop left by a `goto` with a label
+/// and two `return`s (`find`), a K&R definition (`twice`); and one it
+/// leaves (`depth`, recursive).
+/// Every function is called 3024 times; the tests are false in every
+/// call before the 1024th and true after it.
+const WARM_FUNCTIONS: &str = r#"#include <stdio.h>
+
+static int phase;
+static long total;
+
+static int scan(const int *a, int n)
+{
+    int hits = 0;
+    for (int i = 0; i < n; i++)
+        if (a[i] > phase)
+            hits++;
+    return hits;
+}
+
+static void note(int hits)
+{
+    static const int bonus[2] = {3, 5};
+    if (hits > 4)
+        total += hits + bonus[hits & 1];
+    else
+        total += 1;
+    for (int k = 0; k < hits; k += 4)
+        total += k;
+    if (__func__[0] != 'n')
+        puts(__func__);
+}
+
+static int find(const int *a, int n, int key)
+{
+    int i = 0;
+    while (i < n) {
+        if (a[i] == key)
+            goto found;
+        i++;
+    }
+    return -1;
+found:
+    return i;
+}
+
+static int twice(n)
+    int n;
+{
+    int s = 0;
+    for (int k = 0; k < 2; k++)
+        s += n > 2 ? n : 0;
+    return s;
+}
+
+static int depth(int n)
+{
+    int d = 0;
+    for (int k = 0; k < 2; k++)
+        d += k;
+    return n > 0 ? d + depth(n - 1) : d;
+}
+
+int main(int argc, char **argv)
+{
+    int a[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    (void)argv;
+    for (int r = 0; r < 3024; r++) {
+        phase = r < 1024 ? 100 : argc - 1;
+        note(scan(a, 8));
+        total += find(a, 8, r < 1024 ? 100 : 5) + depth(r & 1) + twice(r & 3);
+    }
+    printf("%ld\n", total);
+    return 0;
+}
+"#;
+
+/// `-fsample-warm-functions`: each function samples per region for its
+/// first 1024 calls, exactly as without the flag (the same seed samples
+/// the same events there), then one decision per call, every site of a
+/// sampled call observed: `a[i] > phase`, true only after the warm-up, is
+/// observed true a multiple of 8 times (the loop's 8 iterations), where
+/// per region it is not; each test keeps 1/sparsity within 5σ. Outputs
+/// are plain gcc's, counts at sparsity 1 `-fno-sample`'s, gcc's warnings
+/// its own, and `depth` (recursive) is left per region.
+#[test]
+fn warm_functions_run_plain_after_their_first_calls() {
+    let lab = Lab::new();
+    lab.write("warmf.c", WARM_FUNCTIONS);
+    let flags = [
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-Wold-style-definition",
+        "-Wstrict-prototypes",
+        "warmf.c",
+        "-o",
+    ];
+    let schemes = [
+        "-fsampler-strict",
+        "-fsampler-scheme=branches",
+        "-fsampler-scheme=returns",
+        "-fsampler-scheme=scalar-pairs",
+    ];
+    let (warnings, expected, exact) = reference_builds(&lab, &flags, &schemes);
+    // gcc's words on the K&R definition, which its copies must not lose.
+    assert_eq!(
+        warnings,
+        [
+            "warmf.c:41:12: warning: function declaration isn’t a prototype [-Wstrict-prototypes]",
+            "warmf.c:41:12: warning: old-style function definition [-Wold-style-definition]",
+        ]
+    );
+    assert_eq!(expected, "47072\n");
+    let per_region = lab.cc(&[&schemes[..], &flags, &["regions"]].concat());
+    assert_eq!(diagnostics(&per_region.stderr), warnings);
+    let built = lab.cc(&[
+        &schemes[..],
+        &["-fsample-warm-functions", "-fsampler-stats"],
+        &flags,
+        &["warm"],
+    ]
+    .concat());
+    assert_eq!(diagnostics(&built.stderr), warnings);
+    let stats = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stats.contains("4 warm functions (2 not: 1 main, 1 recursive)"),
+        "{stats}"
+    );
+    let site = |counts: &BTreeMap<String, Vec<u64>>, predicate: &str| -> Vec<u64> {
+        let found: Vec<&Vec<u64>> = counts
+            .iter()
+            .filter(|(key, _)| key.contains(&format!("\t{predicate}\t")))
+            .map(|(_, values)| values)
+            .collect();
+        assert_eq!(found.len(), 1, "{predicate}: {counts:?}");
+        found[0].clone()
+    };
+    for sparsity in ["1", "10", "1000000000"] {
+        let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", "5")];
+        let mut observed = Vec::new();
+        for program in ["warm", "regions"] {
+            let report = format!("{program}-{sparsity}.report");
+            assert_eq!(
+                lab.run(program, &[], &report, &env),
+                expected,
+                "{program} {sparsity}"
+            );
+            observed.push(counters(&lab.resolve(&report, &[program])));
+        }
+        let [warm, regions] = &observed[..] else {
+            unreachable!()
+        };
+        let scan = site(warm, "a[i] > phase");
+        let per_region = site(regions, "a[i] > phase");
+        match sparsity {
+            "1" => {
+                assert_eq!(warm, &exact);
+                assert_eq!(scan, [8192, 16000]);
+            }
+            "10" => {
+                // The warm-up is the per-region form, event for event.
+                assert_eq!(scan[0], per_region[0]);
+                assert!((700..=940).contains(&scan[0]), "{scan:?}");
+                // After it, whole calls: 2,000 at 1/10, 8 each: 1,600 ±
+                // 5σ (σ = 8·√180 ≈ 107).
+                assert_eq!(scan[1] % 8, 0, "{scan:?}");
+                assert!((1063..=2137).contains(&scan[1]), "{scan:?}");
+                assert_ne!(per_region[1] % 8, 0, "{per_region:?}");
+                // One observation per call: 2,000 after the warm-up at
+                // 1/10, 200 ± 5σ (σ = √180 ≈ 13.4), and 1,024 before it.
+                let [before, after] = site(warm, "hits > 4")[..] else {
+                    unreachable!()
+                };
+                assert!((133..=267).contains(&after), "{after}");
+                assert!((35..=170).contains(&before), "{before}");
+                // `a[i] == key` is true once per call after the warm-up.
+                let [_, found] = site(warm, "a[i] == key")[..] else {
+                    unreachable!()
+                };
+                assert!((133..=267).contains(&found), "{found}");
+            }
+            _ => {
+                assert!(warm.values().flatten().all(|&n| n == 0), "{warm:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! `-fsample-warm-functions`: a function called often enough in the
+//! process runs its plain body, one event per call.
+//!
+//! Per region, a hot function still pays an event per region execution
+//! (per loop iteration) and runs FAST copies that gcc optimises worse than
+//! the user's code: spilled registers, callers that no longer inline it.
+//! Once warm, the function is the plain body behind one test:
+//!
+//! ```c
+//! static __attribute__((__noinline__)) T F__cbi_slow(PARAMS);
+//! static __attribute__((__noinline__, __cold__)) T F__cbi_whole(PARAMS);
+//! T F(PARAMS) {
+//!     if (__builtin_expect(C[k] >= WARM_EXECUTIONS, 1)) {
+//!         if (__builtin_expect(--cbi_countdown >= 0, 1) || !cbi_sample()) { BODY }
+//!         else return F__cbi_whole(ARGS);
+//!     } else { C[k]++; return F__cbi_slow(ARGS); }
+//! }
+//! static __attribute__((__noinline__)) T F__cbi_slow(PARAMS) { REGIONS }
+//! static __attribute__((__noinline__, __cold__)) T F__cbi_whole(PARAMS) { ALL SITES }
+//! ```
+//!
+//! `REGIONS` is the body as sampler-cc renders it without the flag
+//! (regions, their FAST and SLOW copies, per-site checks): for its first
+//! [`WARM_EXECUTIONS`] calls in the process the function samples exactly
+//! as without the flag, event for event. After them a call is one event,
+//! and a sampled call runs `ALL SITES`, the body with every site observed
+//! unconditionally, as a site at rate 1 is (`-fsampler-rates`): the
+//! thread's countdown is left to the calls it makes, which take their own
+//! events as usual.
+//!
+//! So each site keeps probability 1/sparsity per execution (unbiased
+//! counts); once warm, the observations of one call are decided together.
+//! A function called fewer than `WARM_EXECUTIONS` times keeps per-region
+//! sampling, and one called more is observed in nearly every run either
+//! way, as for warm loops (regions.rs). With a rates file sites have other
+//! scales than the call's event, and functions keep per-region sampling.
+//!
+//! Diagnostics: `F`'s parameter list, its dispatch, its copy of the body
+//! and `F__cbi_whole` are system-header text; `F__cbi_slow`'s parameter
+//! list and body are the user's (its FAST copies system-header text, as
+//! without the flag), so gcc's warnings come once, from it. The copies'
+//! `__func__` and its kin spell `F`'s name. A backtrace through a copy
+//! shows `F__cbi_slow` or `F__cbi_whole`, which the resolver reads as `F`.
+//!
+//! Left as they are: what outline.rs leaves (main, variadic, attributed
+//! and recursive functions, K&R definitions, ...), functions with static
+//! locals that cannot be duplicated (each copy would have its own),
+//! functions whose sites reach outside the body or begin or end on a
+//! `__func__`, and lone runs, which take one event per call already
+//! (regions.rs). K&R definitions are taken: the copies repeat the
+//! parameters' declarations and are declared without a prototype.
+
+use std::fmt::Write as _;
+
+use crate::frontend::{Function, Storage};
+use crate::options::WARM_EXECUTIONS;
+use crate::preprocessed::{LineMap, tokens};
+
+use super::outline::{Declarators, FUNCTION_NAMES, SLOW_SUFFIX, outline};
+use super::regions::duplicable_static;
+use super::{Columns, Insertion, apply_insertions, rewrite_checks, sampled_check};
+
+/// The suffix of the copy a sampled warm call runs.
+pub(super) const WHOLE_SUFFIX: &str = "__cbi_whole";
+
+/// Rewrites `function`'s `rendered` insertions (its sites and regions)
+/// into the warm form above, counting its calls in `counter`; `sites` are
+/// its sites' own insertions, before regions were made of them. Leaves
+/// `rendered` as it is and says why when it cannot.
+pub(super) fn warm_function(
+    function: &Function,
+    text: &[u8],
+    map: &LineMap,
+    sites: &[Insertion],
+    rendered: &mut Vec<Insertion>,
+    counter: &str,
+) -> Result<(), &'static str> {
+    let outline = outline(function, text, map, Declarators::KAndR)?;
+    if function
+        .locals
+        .iter()
+        .any(|v| v.storage == Storage::StaticLocal && !duplicable_static(function, text, v))
+    {
+        return Err("static local");
+    }
+    let body = function.node(function.body);
+    if sites.is_empty() {
+        return Err("no sites");
+    }
+    if sites
+        .iter()
+        .chain(rendered.iter())
+        .any(|i| i.start <= body.start || i.end >= body.end)
+    {
+        return Err("sites outside the body");
+    }
+    // A site's code that begins or ends on `__func__` would meet its
+    // replacement at the same offset.
+    let touches = |&(start, end): &(usize, usize)| {
+        sites.iter().chain(rendered.iter()).any(|i| {
+            !i.replace && (i.start == start || i.end == end || i.start == end || i.end == start)
+        })
+    };
+    if outline.function_names.iter().any(touches) {
+        return Err("a site at __func__");
+    }
+    let name = &function.name;
+    let quoted = format!("\"{name}\"");
+    // The copies name their function as `F` does.
+    let named = |insertions: Vec<Insertion>| -> Vec<Insertion> {
+        let mut out: Vec<Insertion> = insertions
+            .iter()
+            .map(|i| Insertion {
+                open: spell_name(&i.open, &quoted),
+                close: spell_name(&i.close, &quoted),
+                ..i.clone()
+            })
+            .collect();
+        for &(start, end) in &outline.function_names {
+            // Inside a replacement, its text was rewritten above.
+            if !insertions
+                .iter()
+                .any(|i| i.replace && start >= i.start && end <= i.end)
+            {
+                out.push(Insertion {
+                    replace: true,
+                    ..Insertion::wrap(start, end, 0, quoted.clone(), String::new())
+                });
+            }
+        }
+        out
+    };
+    // The user's markers inside the body, made system-header ones.
+    let as_system = || -> Vec<Insertion> {
+        map.markers_between(body.start, body.end)
+            .into_iter()
+            .filter(|&(_, system)| !system)
+            .map(|(newline, _)| Insertion::point(newline, " 3".to_owned()))
+            .collect()
+    };
+    let (open, close) = outline.parameters;
+    // A K&R definition's copies repeat its declarations, and are declared
+    // without a prototype (their calls promote the arguments as `F`'s do).
+    let close = outline.declarations_end.unwrap_or(close);
+    let system_marker = |at: usize| map.marker_for(at, true).ok_or("no line marker");
+    let slow_name = format!("{name}{SLOW_SUFFIX}");
+    let whole_name = format!("{name}{WHOLE_SUFFIX}");
+    let slow_head = format!(
+        "static __attribute__((__noinline__)) {} {slow_name}",
+        outline.specifiers
+    );
+    let whole_head = format!(
+        "static __attribute__((__noinline__, __cold__)) {} {whole_name}",
+        outline.specifiers
+    );
+
+    // Declared before `F`, which calls them, and defined after it.
+    let mut declarations = String::new();
+    for head in [&slow_head, &whole_head] {
+        let _ = write!(declarations, "\n{}{head}", system_marker(function.start)?);
+        if outline.declarations_end.is_some() {
+            declarations.push_str("()");
+        } else {
+            emit(&mut declarations, text, map, open, close, true, Vec::new())?;
+        }
+        declarations.push_str(";\n");
+    }
+
+    // `F`: the dispatch and the plain body, system-header text.
+    let arguments = outline.arguments.join(", ");
+    let call = |callee: &str| {
+        if function.returns_void {
+            format!("{{ {callee}({arguments}); return; }}")
+        } else {
+            format!("return {callee}({arguments});")
+        }
+    };
+    // The body's brace stays the user's: gcc checks where it stands for
+    // what it says of the definition (`-Wold-style-definition`).
+    let mut dispatch = format!(
+        "\n{}{}{{\n{}{} if (__builtin_expect(--cbi_countdown >= 0, 1) \
+         && __builtin_expect(__atomic_load_n(&{counter}, 0) >= {WARM_EXECUTIONS}U, 1))",
+        map.marker_for(body.start, false).ok_or("no line marker")?,
+        padding(text, map, body.start),
+        system_marker(body.start)?,
+        padding(text, map, body.start + 1),
+    );
+    emit(
+        &mut dispatch,
+        text,
+        map,
+        body.start,
+        body.end,
+        true,
+        as_system(),
+    )?;
+    let _ = write!(dispatch, " else {} }}", call(&slow_name));
+
+    // `F__cbi_slow`: the rest of the dispatch, then the per-region
+    // rendering, the user's text, in a block of its own (so that its
+    // declarations still come first), closed where the user's is.
+    let _ = write!(dispatch, "\n{}{slow_head}", system_marker(function.start)?);
+    emit(&mut dispatch, text, map, open, close, false, Vec::new())?;
+    // `F` took an event when its countdown was not negative, or when it
+    // ran out (and `F` did not read the counter then): a warm call draws,
+    // a cold one gives the event back.
+    let _ = write!(
+        dispatch,
+        "\n{}{{ if (__builtin_expect(cbi_countdown < 0, 0) \
+         && __atomic_load_n(&{counter}, 0) >= {WARM_EXECUTIONS}U) \
+         {{ if (cbi_sample()) {} }} else {{ ++cbi_countdown; \
+         __atomic_store_n(&{counter}, __atomic_load_n(&{counter}, 0) + 1U, 0); }}",
+        system_marker(body.start)?,
+        call(&whole_name)
+    );
+    emit(
+        &mut dispatch,
+        text,
+        map,
+        body.start,
+        body.end,
+        false,
+        named(std::mem::take(rendered)),
+    )?;
+    let brace = body.end - 1;
+    let _ = write!(
+        dispatch,
+        "\n{}{}}}",
+        map.marker_for(brace, false).ok_or("no line marker")?,
+        padding(text, map, brace)
+    );
+
+    // `F__cbi_whole`: every site observed, system-header text.
+    let _ = write!(dispatch, "\n{}{whole_head}", system_marker(function.start)?);
+    emit(&mut dispatch, text, map, open, close, true, Vec::new())?;
+    let always = |scale| {
+        let _ = scale;
+        sampled_check(0)
+    };
+    let mut whole: Vec<Insertion> = named(
+        sites
+            .iter()
+            .map(|i| Insertion {
+                open: rewrite_checks(&i.open, &always),
+                close: rewrite_checks(&i.close, &always),
+                ..i.clone()
+            })
+            .collect(),
+    );
+    whole.extend(as_system());
+    emit(&mut dispatch, text, map, body.start, body.end, true, whole)?;
+    dispatch.push('\n');
+
+    let mut system_parameters = String::new();
+    emit(
+        &mut system_parameters,
+        text,
+        map,
+        open,
+        close,
+        true,
+        Vec::new(),
+    )?;
+    *rendered = vec![
+        Insertion::point(function.start, declarations),
+        Insertion {
+            replace: true,
+            ..Insertion::wrap(open, close, 0, system_parameters, String::new())
+        },
+        Insertion {
+            replace: true,
+            ..Insertion::wrap(body.start, body.end, 0, dispatch, String::new())
+        },
+    ];
+    Ok(())
+}
+
+/// `code` (sampler-cc's own text, with copies of the user's) with
+/// `__func__` and its kin spelled `name`. Tokens, not bytes: the user's
+/// literals and comments are left as they are.
+fn spell_name(code: &str, name: &str) -> String {
+    let bytes = code.as_bytes();
+    let mut out = String::with_capacity(code.len());
+    let mut copied = 0;
+    for (start, end) in tokens(bytes, 0, bytes.len()) {
+        if FUNCTION_NAMES.contains(&&code[start..end]) {
+            out.push_str(&code[copied..start]);
+            out.push_str(name);
+            copied = end;
+        }
+    }
+    out.push_str(&code[copied..]);
+    out
+}
+
+/// Blanks as wide as the text before `offset` on its line (tabs kept),
+/// so that what follows a line marker stands at `offset`'s column.
+fn padding(text: &[u8], map: &LineMap, offset: usize) -> String {
+    text[map.line_start(offset)..offset]
+        .iter()
+        .map(|&b| if b == b'\t' { '\t' } else { ' ' })
+        .collect()
+}
+
+/// `text[start..end]` with `insertions`, after a line marker putting it
+/// at its own line and column, as system-header text or the user's.
+fn emit(
+    out: &mut String,
+    text: &[u8],
+    map: &LineMap,
+    start: usize,
+    end: usize,
+    system: bool,
+    insertions: Vec<Insertion>,
+) -> Result<(), &'static str> {
+    out.push('\n');
+    out.push_str(&map.marker_for(start, system).ok_or("no line marker")?);
+    out.push_str(&padding(text, map, start));
+    let mut rendered = Vec::with_capacity(end - start + insertions.len() * 24);
+    let columns = Columns {
+        map,
+        text,
+        system: Some(system),
+    };
+    apply_insertions(&mut rendered, text, start, end, insertions, Some(&columns));
+    out.push_str(&String::from_utf8_lossy(&rendered));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_spell_their_function_s_name() {
+        assert_eq!(
+            spell_name("printf(\"%s\", __func__, __PRETTY_FUNCTION__);", "\"f\""),
+            "printf(\"%s\", \"f\", \"f\");"
+        );
+        let code = "puts(\"__func__\"); my__func__++; /* __FUNCTION__ */";
+        assert_eq!(spell_name(code, "\"f\""), code);
+    }
+}
