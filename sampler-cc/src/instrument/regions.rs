@@ -346,7 +346,9 @@ pub(super) struct Forms {
 /// inside each region are consumed by its two copies, and one replacement
 /// takes the region's place. `next_region` numbers the regions of the unit.
 /// `in_regions` receives, for each mark whose sites are observed as part
-/// of a cloned region's event, its index and the region's scale.
+/// of a cloned region's event, its index and the region's scale. With
+/// `-fsample-warm-functions`, the function rendered so then takes its warm
+/// form (warm.rs), its calls counted in the next slot of `warm_counters`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn clone_regions(
     function: &Function,
@@ -361,19 +363,67 @@ pub(super) fn clone_regions(
     in_regions: &mut Vec<(usize, u32)>,
     warm_counters: &str,
 ) {
+    let warm = forms.per_region && forms.warm_functions;
+    // The sites' own insertions, for the copy observing them all.
+    let sites = if warm { insertions.clone() } else { Vec::new() };
+    let rendered = clone_function(
+        function,
+        text,
+        map,
+        marks,
+        is_weighty,
+        forms,
+        insertions,
+        next_region,
+        stats,
+        in_regions,
+        warm_counters,
+    );
+    // A lone run already takes one event per call.
+    if !(warm && rendered == Some(Rendered::Regions)) || insertions.is_empty() {
+        return;
+    }
+    let counter = format!("{warm_counters}[{}]", *next_region);
+    match super::warm::warm_function(function, text, map, &sites, insertions, &counter) {
+        Ok(()) => {
+            *next_region += 1;
+            stats.warm_functions += 1;
+        }
+        Err(reason) => stats.cold_function(reason),
+    }
+}
+
+/// How [`clone_function`] rendered a function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rendered {
+    /// Its regions and sites, each region one event.
+    Regions,
+    /// One lone run, one event per call.
+    Lone,
+}
+
+/// [`clone_regions`] without the warm form: `None` for a function that
+/// cannot be cloned (its sites keep their own checks).
+#[allow(clippy::too_many_arguments)]
+fn clone_function(
+    function: &Function,
+    text: &[u8],
+    map: &LineMap,
+    marks: &[Mark],
+    is_weighty: &dyn Fn(&Call) -> bool,
+    forms: Forms,
+    insertions: &mut Vec<Insertion>,
+    next_region: &mut usize,
+    stats: &mut RegionStats,
+    in_regions: &mut Vec<(usize, u32)>,
+    warm_counters: &str,
+) -> Option<Rendered> {
     if let Some(reason) = unclonable_function(function, text) {
         if !marks.is_empty() {
             stats.fall_back(reason);
         }
-        return;
+        return None;
     }
-    // The sites' own insertions, for a warm function's copy observing them
-    // all (warm.rs).
-    let sites = if forms.per_region && forms.warm_functions {
-        insertions.clone()
-    } else {
-        Vec::new()
-    };
     let mut planner = Planner::new(function, text, marks, is_weighty, forms);
     planner.plan_statement(function.body);
     stats.add(&planner.stats);
@@ -411,18 +461,7 @@ pub(super) fn clone_regions(
         format!("__cbi_L{}", *next_region - 1)
     });
     if planner.regions.is_empty() && shared.is_none() {
-        warm_function(
-            function,
-            text,
-            map,
-            forms,
-            &sites,
-            insertions,
-            next_region,
-            stats,
-            warm_counters,
-        );
-        return;
+        return Some(Rendered::Regions);
     }
     // A nested loop region's copies hold the regions of its inner loops:
     // sorted by start (outer first), they follow it.
@@ -567,47 +606,11 @@ pub(super) fn clone_regions(
         stats.leaf_functions += 1;
     }
     *insertions = outside;
-    if !lone {
-        warm_function(
-            function,
-            text,
-            map,
-            forms,
-            &sites,
-            insertions,
-            next_region,
-            stats,
-            warm_counters,
-        );
-    }
-}
-
-/// With `-fsample-warm-functions`, `function`'s rendering (`insertions`)
-/// in its warm form (warm.rs), counting its calls in the next slot of
-/// `warm_counters`.
-#[allow(clippy::too_many_arguments)]
-fn warm_function(
-    function: &Function,
-    text: &[u8],
-    map: &LineMap,
-    forms: Forms,
-    sites: &[Insertion],
-    insertions: &mut Vec<Insertion>,
-    next_region: &mut usize,
-    stats: &mut RegionStats,
-    warm_counters: &str,
-) {
-    if !(forms.per_region && forms.warm_functions) || insertions.is_empty() {
-        return;
-    }
-    let counter = format!("{warm_counters}[{}]", *next_region);
-    match super::warm::warm_function(function, text, map, sites, insertions, &counter) {
-        Ok(()) => {
-            *next_region += 1;
-            stats.warm_functions += 1;
-        }
-        Err(reason) => stats.cold_function(reason),
-    }
+    Some(if lone {
+        Rendered::Lone
+    } else {
+        Rendered::Regions
+    })
 }
 
 /// The outline of `function`'s SLOW copy (outline.rs) when `region`, its

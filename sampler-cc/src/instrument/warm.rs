@@ -143,6 +143,13 @@ pub(super) fn warm_function(
     // without a prototype (their calls promote the arguments as `F`'s do).
     let close = outline.declarations_end.unwrap_or(close);
     let system_marker = |at: usize| map.marker_for(at, true).ok_or("no line marker");
+    // The parameter list (and a K&R definition's declarations), and the
+    // body with `insertions`, each as system-header text or the user's.
+    let parameters =
+        |out: &mut String, system: bool| emit(out, text, map, open, close, system, Vec::new());
+    let body_copy = |out: &mut String, system: bool, insertions: Vec<Insertion>| {
+        emit(out, text, map, body.start, body.end, system, insertions)
+    };
     let slow_name = format!("{name}{SLOW_SUFFIX}");
     let whole_name = format!("{name}{WHOLE_SUFFIX}");
     let slow_head = format!(
@@ -161,7 +168,7 @@ pub(super) fn warm_function(
         if outline.declarations_end.is_some() {
             declarations.push_str("()");
         } else {
-            emit(&mut declarations, text, map, open, close, true, Vec::new())?;
+            parameters(&mut declarations, true)?;
         }
         declarations.push_str(";\n");
     }
@@ -185,22 +192,14 @@ pub(super) fn warm_function(
         system_marker(body.start)?,
         padding(text, map, body.start + 1),
     );
-    emit(
-        &mut dispatch,
-        text,
-        map,
-        body.start,
-        body.end,
-        true,
-        as_system(),
-    )?;
+    body_copy(&mut dispatch, true, as_system())?;
     let _ = write!(dispatch, " else {} }}", call(&slow_name));
 
     // `F__cbi_slow`: the rest of the dispatch, then the per-region
     // rendering, the user's text, in a block of its own (so that its
     // declarations still come first), closed where the user's is.
     let _ = write!(dispatch, "\n{}{slow_head}", system_marker(function.start)?);
-    emit(&mut dispatch, text, map, open, close, false, Vec::new())?;
+    parameters(&mut dispatch, false)?;
     // `F` took an event when its countdown was not negative, or when it
     // ran out (and `F` did not read the counter then): a warm call draws,
     // a cold one gives the event back.
@@ -213,15 +212,7 @@ pub(super) fn warm_function(
         system_marker(body.start)?,
         call(&whole_name)
     );
-    emit(
-        &mut dispatch,
-        text,
-        map,
-        body.start,
-        body.end,
-        false,
-        named(std::mem::take(rendered)),
-    )?;
+    body_copy(&mut dispatch, false, named(std::mem::take(rendered)))?;
     let brace = body.end - 1;
     let _ = write!(
         dispatch,
@@ -232,7 +223,7 @@ pub(super) fn warm_function(
 
     // `F__cbi_whole`: every site observed, system-header text.
     let _ = write!(dispatch, "\n{}{whole_head}", system_marker(function.start)?);
-    emit(&mut dispatch, text, map, open, close, true, Vec::new())?;
+    parameters(&mut dispatch, true)?;
     let always = |scale| {
         let _ = scale;
         sampled_check(0)
@@ -248,19 +239,11 @@ pub(super) fn warm_function(
             .collect(),
     );
     whole.extend(as_system());
-    emit(&mut dispatch, text, map, body.start, body.end, true, whole)?;
+    body_copy(&mut dispatch, true, whole)?;
     dispatch.push('\n');
 
     let mut system_parameters = String::new();
-    emit(
-        &mut system_parameters,
-        text,
-        map,
-        open,
-        close,
-        true,
-        Vec::new(),
-    )?;
+    parameters(&mut system_parameters, true)?;
     *rendered = vec![
         Insertion::point(function.start, declarations),
         Insertion {

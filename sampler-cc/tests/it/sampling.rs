@@ -2552,6 +2552,41 @@ fn the_inlining_limit_allows_for_the_sampling_wrapper() {
     }
 }
 
+/// The counters of the one site of `counts` whose predicate is
+/// `predicate`.
+fn site_of(counts: &BTreeMap<String, Vec<u64>>, predicate: &str) -> Vec<u64> {
+    let found: Vec<&Vec<u64>> = counts
+        .iter()
+        .filter(|(key, _)| key.contains(&format!("\t{predicate}\t")))
+        .map(|(_, values)| values)
+        .collect();
+    assert_eq!(found.len(), 1, "{predicate}: {counts:?}");
+    found[0].clone()
+}
+
+/// Runs each of `programs` at `sparsity` under seed 5, checks that it
+/// prints `expected`, and returns their counters.
+fn seeded_runs(
+    lab: &Lab,
+    programs: &[&str],
+    sparsity: &str,
+    expected: &str,
+) -> Vec<BTreeMap<String, Vec<u64>>> {
+    let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", "5")];
+    programs
+        .iter()
+        .map(|&program| {
+            let report = format!("{program}-{sparsity}.report");
+            assert_eq!(
+                lab.run(program, &[], &report, &env),
+                expected,
+                "{program} {sparsity}"
+            );
+            counters(&lab.resolve(&report, &[program]))
+        })
+        .collect()
+}
+
 /// A loop `-fsample-warm-loops` samples whole once warm: innermost, no
 /// call, `goto` or `return`. Its test `a[i] > phase` is false in every
 /// iteration of the first 1024 executions and true in every iteration of
@@ -2615,34 +2650,15 @@ fn warm_loops_run_whole_after_their_first_executions() {
         ),
         "{stats}"
     );
-    let site = |counts: &BTreeMap<String, Vec<u64>>, predicate: &str| -> Vec<u64> {
-        let found: Vec<&Vec<u64>> = counts
-            .iter()
-            .filter(|(key, _)| key.contains(&format!("\t{predicate}\t")))
-            .map(|(_, values)| values)
-            .collect();
-        assert_eq!(found.len(), 1, "{predicate}: {counts:?}");
-        found[0].clone()
-    };
     for sparsity in ["1", "10", "1000000000"] {
-        let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", "5")];
-        let mut observed = Vec::new();
-        for program in ["warm", "iterations"] {
-            let report = format!("{program}-{sparsity}.report");
-            assert_eq!(
-                lab.run(program, &[], &report, &env),
-                expected,
-                "{program} {sparsity}"
-            );
-            observed.push(counters(&lab.resolve(&report, &[program])));
-        }
+        let observed = seeded_runs(&lab, &["warm", "iterations"], sparsity, &expected);
         let [warm, iterations] = &observed[..] else {
             unreachable!()
         };
-        let [whole_false, whole_true] = site(warm, "a[i] > phase")[..] else {
+        let [whole_false, whole_true] = site_of(warm, "a[i] > phase")[..] else {
             unreachable!()
         };
-        let [each_false, each_true] = site(iterations, "a[i] > phase")[..] else {
+        let [each_false, each_true] = site_of(iterations, "a[i] > phase")[..] else {
             unreachable!()
         };
         match sparsity {
@@ -2797,32 +2813,13 @@ fn warm_functions_run_plain_after_their_first_calls() {
         stats.contains("4 warm functions (2 not: 1 main, 1 recursive)"),
         "{stats}"
     );
-    let site = |counts: &BTreeMap<String, Vec<u64>>, predicate: &str| -> Vec<u64> {
-        let found: Vec<&Vec<u64>> = counts
-            .iter()
-            .filter(|(key, _)| key.contains(&format!("\t{predicate}\t")))
-            .map(|(_, values)| values)
-            .collect();
-        assert_eq!(found.len(), 1, "{predicate}: {counts:?}");
-        found[0].clone()
-    };
     for sparsity in ["1", "10", "1000000000"] {
-        let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", "5")];
-        let mut observed = Vec::new();
-        for program in ["warm", "regions"] {
-            let report = format!("{program}-{sparsity}.report");
-            assert_eq!(
-                lab.run(program, &[], &report, &env),
-                expected,
-                "{program} {sparsity}"
-            );
-            observed.push(counters(&lab.resolve(&report, &[program])));
-        }
+        let observed = seeded_runs(&lab, &["warm", "regions"], sparsity, &expected);
         let [warm, regions] = &observed[..] else {
             unreachable!()
         };
-        let scan = site(warm, "a[i] > phase");
-        let per_region = site(regions, "a[i] > phase");
+        let scan = site_of(warm, "a[i] > phase");
+        let per_region = site_of(regions, "a[i] > phase");
         match sparsity {
             "1" => {
                 assert_eq!(warm, &exact);
@@ -2839,13 +2836,13 @@ fn warm_functions_run_plain_after_their_first_calls() {
                 assert_ne!(per_region[1] % 8, 0, "{per_region:?}");
                 // One observation per call: 2,000 after the warm-up at
                 // 1/10, 200 ± 5σ (σ = √180 ≈ 13.4), and 1,024 before it.
-                let [before, after] = site(warm, "hits > 4")[..] else {
+                let [before, after] = site_of(warm, "hits > 4")[..] else {
                     unreachable!()
                 };
                 assert!((133..=267).contains(&after), "{after}");
                 assert!((35..=170).contains(&before), "{before}");
                 // `a[i] == key` is true once per call after the warm-up.
-                let [_, found] = site(warm, "a[i] == key")[..] else {
+                let [_, found] = site_of(warm, "a[i] == key")[..] else {
                     unreachable!()
                 };
                 assert!((133..=267).contains(&found), "{found}");
