@@ -10,23 +10,35 @@
 //! static __attribute__((__noinline__)) T F__cbi_slow(PARAMS);
 //! static __attribute__((__noinline__, __cold__)) T F__cbi_whole(PARAMS);
 //! T F(PARAMS) {
-//!     if (__builtin_expect(C[k] >= WARM_EXECUTIONS, 1)) {
-//!         if (__builtin_expect(--cbi_countdown >= 0, 1) || !cbi_sample()) { BODY }
-//!         else return F__cbi_whole(ARGS);
-//!     } else { C[k]++; return F__cbi_slow(ARGS); }
+//!     if (__builtin_expect(--cbi_countdown >= 0, 1)
+//!         && __builtin_expect(C[k] >= WARM_EXECUTIONS, 1)) { BODY }
+//!     else return F__cbi_slow(ARGS);
 //! }
-//! static __attribute__((__noinline__)) T F__cbi_slow(PARAMS) { REGIONS }
+//! static __attribute__((__noinline__)) T F__cbi_slow(PARAMS) {
+//!     if (cbi_countdown < 0 && C[k] >= WARM_EXECUTIONS) {
+//!         if (cbi_sample()) return F__cbi_whole(ARGS);
+//!     } else { ++cbi_countdown; C[k]++; }
+//!     { REGIONS }
+//! }
 //! static __attribute__((__noinline__, __cold__)) T F__cbi_whole(PARAMS) { ALL SITES }
 //! ```
 //!
-//! `REGIONS` is the body as sampler-cc renders it without the flag
-//! (regions, their FAST and SLOW copies, per-site checks): for its first
-//! [`WARM_EXECUTIONS`] calls in the process the function samples exactly
-//! as without the flag, event for event. After them a call is one event,
-//! and a sampled call runs `ALL SITES`, the body with every site observed
-//! unconditionally, as a site at rate 1 is (`-fsampler-rates`): the
-//! thread's countdown is left to the calls it makes, which take their own
-//! events as usual.
+//! `F` takes an event and, while the countdown holds and the function is
+//! warm, runs its plain body; with one call out of it, `F` stays near the
+//! plain function's size for gcc's inliner. Otherwise `F__cbi_slow`
+//! decides from the countdown's sign (the counter is read once either
+//! way, so a thread that warms the function meanwhile changes nothing):
+//! run out and warm, the call's event is drawn, and a sampled call runs
+//! `ALL SITES`, the body with every site observed unconditionally, as a
+//! site at rate 1 is (`-fsampler-rates`); cold, the call gives the event
+//! back, counts itself and runs `REGIONS`, the body as sampler-cc renders
+//! it without the flag (regions, their FAST and SLOW copies, per-site
+//! checks), in a block of its own so that its declarations still come
+//! first, closed where the user's body is. A declined draw runs `REGIONS`
+//! too. For its first [`WARM_EXECUTIONS`] calls in the process the
+//! function so samples exactly as without the flag, event for event;
+//! after them a call is one event, and the thread's countdown is left to
+//! the calls it makes, which take their own events as usual.
 //!
 //! So each site keeps probability 1/sparsity per execution (unbiased
 //! counts); once warm, the observations of one call are decided together.
@@ -36,14 +48,16 @@
 //! scales than the call's event, and functions keep per-region sampling.
 //!
 //! Diagnostics: `F`'s parameter list, its dispatch, its copy of the body
-//! and `F__cbi_whole` are system-header text; `F__cbi_slow`'s parameter
-//! list and body are the user's (its FAST copies system-header text, as
-//! without the flag), so gcc's warnings come once, from it. The copies'
+//! and `F__cbi_whole` are system-header text (but `F`'s opening brace,
+//! where gcc checks what it says of the definition,
+//! `-Wold-style-definition`); `F__cbi_slow`'s parameter list and body are
+//! the user's (its FAST copies system-header text, as without the flag),
+//! so gcc's warnings come once, from it. The copies'
 //! `__func__` and its kin spell `F`'s name. A backtrace through a copy
 //! shows `F__cbi_slow` or `F__cbi_whole`, which the resolver reads as `F`.
 //!
 //! Left as they are: what outline.rs leaves (main, variadic, attributed
-//! and recursive functions, K&R definitions, ...), functions with static
+//! and recursive functions, ...), functions with static
 //! locals that cannot be duplicated (each copy would have its own),
 //! functions whose sites reach outside the body or begin or end on a
 //! `__func__`, and lone runs, which take one event per call already

@@ -2685,9 +2685,9 @@ fn warm_loops_run_whole_after_their_first_executions() {
 
 /// Functions `-fsample-warm-functions` runs plain once warm: a leaf with
 /// a counted loop (`scan`), a `void` function with calls, `__func__` and a
-/// constant static table (`note`), a loop left by a `goto` with a label
-/// and two `return`s (`find`), a K&R definition (`twice`); and one it
-/// leaves (`depth`, recursive).
+/// constant static table (`note`, which calls another warm function), a
+/// loop left by a `goto` with a label and two `return`s (`find`), a K&R
+/// definition (`twice`); and one it leaves (`depth`, recursive).
 /// Every function is called 3024 times; the tests are false in every
 /// call before the 1024th and true after it.
 const WARM_FUNCTIONS: &str = r#"#include <stdio.h>
@@ -2704,6 +2704,15 @@ static int scan(const int *a, int n)
     return hits;
 }
 
+static int twice(n)
+    int n;
+{
+    int s = 0;
+    for (int k = 0; k < 2; k++)
+        s += n > 2 ? n : 0;
+    return s;
+}
+
 static void note(int hits)
 {
     static const int bonus[2] = {3, 5};
@@ -2712,7 +2721,7 @@ static void note(int hits)
     else
         total += 1;
     for (int k = 0; k < hits; k += 4)
-        total += k;
+        total += k + twice(k);
     if (__func__[0] != 'n')
         puts(__func__);
 }
@@ -2728,15 +2737,6 @@ static int find(const int *a, int n, int key)
     return -1;
 found:
     return i;
-}
-
-static int twice(n)
-    int n;
-{
-    int s = 0;
-    for (int k = 0; k < 2; k++)
-        s += n > 2 ? n : 0;
-    return s;
 }
 
 static int depth(int n)
@@ -2793,11 +2793,11 @@ fn warm_functions_run_plain_after_their_first_calls() {
     assert_eq!(
         warnings,
         [
-            "warmf.c:41:12: warning: function declaration isn’t a prototype [-Wstrict-prototypes]",
-            "warmf.c:41:12: warning: old-style function definition [-Wold-style-definition]",
+            "warmf.c:15:12: warning: function declaration isn’t a prototype [-Wstrict-prototypes]",
+            "warmf.c:15:12: warning: old-style function definition [-Wold-style-definition]",
         ]
     );
-    assert_eq!(expected, "47072\n");
+    assert_eq!(expected, "63072\n");
     let per_region = lab.cc(&[&schemes[..], &flags, &["regions"]].concat());
     assert_eq!(diagnostics(&per_region.stderr), warnings);
     let built = lab.cc(&[
