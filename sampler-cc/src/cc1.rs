@@ -234,18 +234,17 @@ fn instrument_file(
             .collect();
         let regions = &instrumented.regions;
         let fell_back: usize = regions.fell_back.values().sum();
-        let reasons: Vec<String> = regions
-            .fell_back
-            .iter()
-            .map(|(reason, n)| format!("{n} {reason}"))
-            .collect();
-        // Only with -fsample-warm-functions: the line is otherwise as before.
-        let warm = if regions.warm_functions + regions.cold_functions.len() > 0 {
-            let cold: Vec<String> = regions
-                .cold_functions
+        // "N reason" for each reason, in the order of their names.
+        let counted = |reasons: &std::collections::BTreeMap<&str, usize>| -> Vec<String> {
+            reasons
                 .iter()
                 .map(|(reason, n)| format!("{n} {reason}"))
-                .collect();
+                .collect()
+        };
+        let reasons = counted(&regions.fell_back);
+        // Only with -fsample-warm-functions: the line is otherwise as before.
+        let warm = if regions.warm_functions + regions.cold_functions.len() > 0 {
+            let cold = counted(&regions.cold_functions);
             format!(
                 ", {} warm functions{}",
                 regions.warm_functions,

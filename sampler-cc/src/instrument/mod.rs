@@ -151,6 +151,13 @@ impl Insertion {
     fn point(at: usize, text: String) -> Insertion {
         Insertion::wrap(at, at, 0, text, String::new())
     }
+
+    /// Whether the insertion begins or ends at an edge of `start..end`
+    /// (a `__func__` that a copy renames: the two would meet at one
+    /// offset).
+    fn meets(&self, (start, end): (usize, usize)) -> bool {
+        self.start == start || self.end == end || self.start == end || self.end == start
+    }
 }
 
 /// What the schemes of one function found.
@@ -482,13 +489,45 @@ impl Columns<'_> {
         let marker = self
             .map
             .marker_for(offset, self.system.unwrap_or(presumed.system))?;
-        let line_start = self.map.line_start(offset);
-        let padding: String = self.text[line_start..offset]
-            .iter()
-            .map(|&b| if b == b'\t' { '\t' } else { ' ' })
-            .collect();
-        Some(format!("\n{marker}{padding}"))
+        Some(format!(
+            "\n{marker}{}",
+            padding(self.text, self.map, offset)
+        ))
     }
+}
+
+/// Blanks as wide as the text before `offset` on its line (tabs kept),
+/// so that text placed after a line marker stands at `offset`'s column.
+fn padding(text: &[u8], map: &LineMap, offset: usize) -> String {
+    text[map.line_start(offset)..offset]
+        .iter()
+        .map(|&b| if b == b'\t' { '\t' } else { ' ' })
+        .collect()
+}
+
+/// `text[start..end]` with `insertions`, after a line marker that puts it
+/// at its own line and column, as system-header text or the user's.
+fn emit(
+    out: &mut String,
+    text: &[u8],
+    map: &LineMap,
+    start: usize,
+    end: usize,
+    system: bool,
+    insertions: Vec<Insertion>,
+) -> Result<(), &'static str> {
+    out.push('\n');
+    out.push_str(&map.marker_for(start, system).ok_or("no line marker")?);
+    out.push_str(&padding(text, map, start));
+    let mut rendered = Vec::with_capacity(end - start + insertions.len() * 24);
+    let columns = Columns {
+        map,
+        text,
+        system: Some(system),
+    };
+    apply_insertions(&mut rendered, text, start, end, insertions, Some(&columns));
+    out.push_str(&String::from_utf8_lossy(&rendered));
+    Ok(())
 }
 
 fn apply_insertions(

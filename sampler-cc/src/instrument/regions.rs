@@ -630,11 +630,7 @@ fn outlinable(
         return None;
     }
     let outline = outline(function, text, map, Declarators::Prototyped).ok()?;
-    let touches = |&(start, end): &(usize, usize)| {
-        insertions
-            .iter()
-            .any(|i| i.start == start || i.end == end || i.start == end || i.end == start)
-    };
+    let touches = |&name: &(usize, usize)| insertions.iter().any(|i| i.meets(name));
     (!outline.function_names.iter().any(touches)).then_some(outline)
 }
 
@@ -813,6 +809,19 @@ fn region_undo(local: &str, scale: u32) -> String {
         1 => format!("++{local}"),
         s => format!("{local} += {s}"),
     }
+}
+
+/// Whether warm counter `counter` (`-fsample-warm-loops`,
+/// `-fsample-warm-functions`) has reached [`WARM_EXECUTIONS`]. The counters
+/// are read and written with relaxed atomics: threads lose increments but
+/// race on nothing.
+pub(super) fn warmed(counter: &str) -> String {
+    format!("__atomic_load_n(&{counter}, 0) >= {WARM_EXECUTIONS}U")
+}
+
+/// Counts one execution on warm counter `counter` (a statement).
+pub(super) fn count_execution(counter: &str) -> String {
+    format!("__atomic_store_n(&{counter}, __atomic_load_n(&{counter}, 0) + 1U, 0);")
 }
 
 /// A local countdown holds what the global one holds (runtime ABI 2): the
@@ -2541,8 +2550,8 @@ impl Renderer<'_> {
             let counter = format!("{counters}[{number}]");
             let _ = write!(
                 out,
-                "{{ if (__builtin_expect(__atomic_load_n(&{counter}, 0) >= {WARM_EXECUTIONS}U, 1)) \
-                 {{ {load}{test}"
+                "{{ if (__builtin_expect({}, 1)) {{ {load}{test}",
+                warmed(&counter)
             );
             let outer = self.in_fast.get();
             if outer.is_none() {
@@ -2558,11 +2567,7 @@ impl Renderer<'_> {
             );
             self.in_fast.set(outer);
             whole?;
-            let _ = write!(
-                out,
-                " }} {exit}}} else {{ __atomic_store_n(&{counter}, \
-                 __atomic_load_n(&{counter}, 0) + 1U, 0); "
-            );
+            let _ = write!(out, " }} {exit}}} else {{ {} ", count_execution(&counter));
         }
         // `for`'s initialisation runs once, before a region's local is
         // loaded: its sites keep their checks on the global countdown (on
@@ -3190,20 +3195,7 @@ impl Renderer<'_> {
         system: bool,
         insertions: Vec<Insertion>,
     ) -> Result<(), &'static str> {
-        let text = self.text;
-        out.push('\n');
-        let presumed = self.map.marker_for(start, system).ok_or("no line marker")?;
-        out.push_str(&presumed);
-        out.push_str(&self.padding(start));
-        let mut rendered = Vec::with_capacity(end - start + insertions.len() * 24);
-        let columns = super::Columns {
-            map: self.map,
-            text,
-            system: Some(system),
-        };
-        super::apply_insertions(&mut rendered, text, start, end, insertions, Some(&columns));
-        out.push_str(&String::from_utf8_lossy(&rendered));
-        Ok(())
+        super::emit(out, self.text, self.map, start, end, system, insertions)
     }
 
     /// The variable that expression `id` initialises, if it is an
@@ -3224,15 +3216,11 @@ impl Renderer<'_> {
     /// Blanks as wide as the text before `offset` on its line (tabs kept),
     /// so that columns stay the user's.
     fn padding(&self, offset: usize) -> String {
-        let line_start = self.map.line_start(offset);
-        self.text[line_start..offset]
-            .iter()
-            .map(|&b| if b == b'\t' { '\t' } else { ' ' })
-            .collect()
+        super::padding(self.text, self.map, offset)
     }
 }
 
-fn replacement(start: usize, end: usize, text: String) -> Insertion {
+pub(super) fn replacement(start: usize, end: usize, text: String) -> Insertion {
     Insertion {
         start,
         end,

@@ -35,7 +35,7 @@
 //! it without the flag (regions, their FAST and SLOW copies, per-site
 //! checks), in a block of its own so that its declarations still come
 //! first, closed where the user's body is. A declined draw runs `REGIONS`
-//! too. For its first [`WARM_EXECUTIONS`] calls in the process the
+//! too. For its first [`WARM_EXECUTIONS`](crate::options::WARM_EXECUTIONS) calls in the process the
 //! function so samples exactly as without the flag, event for event;
 //! after them a call is one event, and the thread's countdown is left to
 //! the calls it makes, which take their own events as usual.
@@ -67,12 +67,11 @@
 use std::fmt::Write as _;
 
 use crate::frontend::{Function, Storage};
-use crate::options::WARM_EXECUTIONS;
 use crate::preprocessed::{LineMap, tokens};
 
 use super::outline::{Declarators, FUNCTION_NAMES, SLOW_SUFFIX, outline};
-use super::regions::duplicable_static;
-use super::{Columns, Insertion, apply_insertions, rewrite_checks, sampled_check};
+use super::regions::{count_execution, duplicable_static, replacement, warmed};
+use super::{Insertion, emit, padding, rewrite_checks, sampled_check};
 
 /// The suffix of the copy a sampled warm call runs.
 pub(super) const WHOLE_SUFFIX: &str = "__cbi_whole";
@@ -110,10 +109,11 @@ pub(super) fn warm_function(
     }
     // A site's code that begins or ends on `__func__` would meet its
     // replacement at the same offset.
-    let touches = |&(start, end): &(usize, usize)| {
-        sites.iter().chain(rendered.iter()).any(|i| {
-            !i.replace && (i.start == start || i.end == end || i.start == end || i.end == start)
-        })
+    let touches = |&name: &(usize, usize)| {
+        sites
+            .iter()
+            .chain(rendered.iter())
+            .any(|i| !i.replace && i.meets(name))
     };
     if outline.function_names.iter().any(touches) {
         return Err("a site at __func__");
@@ -136,10 +136,7 @@ pub(super) fn warm_function(
                 .iter()
                 .any(|i| i.replace && start >= i.start && end <= i.end)
             {
-                out.push(Insertion {
-                    replace: true,
-                    ..Insertion::wrap(start, end, 0, quoted.clone(), String::new())
-                });
+                out.push(replacement(start, end, quoted.clone()));
             }
         }
         out
@@ -200,11 +197,12 @@ pub(super) fn warm_function(
     // what it says of the definition (`-Wold-style-definition`).
     let mut dispatch = format!(
         "\n{}{}{{\n{}{} if (__builtin_expect(--cbi_countdown >= 0, 1) \
-         && __builtin_expect(__atomic_load_n(&{counter}, 0) >= {WARM_EXECUTIONS}U, 1))",
+         && __builtin_expect({}, 1))",
         map.marker_for(body.start, false).ok_or("no line marker")?,
         padding(text, map, body.start),
         system_marker(body.start)?,
         padding(text, map, body.start + 1),
+        warmed(counter),
     );
     body_copy(&mut dispatch, true, as_system())?;
     let _ = write!(dispatch, " else {} }}", call(&slow_name));
@@ -219,12 +217,12 @@ pub(super) fn warm_function(
     // a cold one gives the event back.
     let _ = write!(
         dispatch,
-        "\n{}{{ if (__builtin_expect(cbi_countdown < 0, 0) \
-         && __atomic_load_n(&{counter}, 0) >= {WARM_EXECUTIONS}U) \
-         {{ if (cbi_sample()) {} }} else {{ ++cbi_countdown; \
-         __atomic_store_n(&{counter}, __atomic_load_n(&{counter}, 0) + 1U, 0); }}",
+        "\n{}{{ if (__builtin_expect(cbi_countdown < 0, 0) && {}) \
+         {{ if (cbi_sample()) {} }} else {{ ++cbi_countdown; {} }}",
         system_marker(body.start)?,
-        call(&whole_name)
+        warmed(counter),
+        call(&whole_name),
+        count_execution(counter)
     );
     body_copy(&mut dispatch, false, named(std::mem::take(rendered)))?;
     let brace = body.end - 1;
@@ -260,14 +258,8 @@ pub(super) fn warm_function(
     parameters(&mut system_parameters, true)?;
     *rendered = vec![
         Insertion::point(function.start, declarations),
-        Insertion {
-            replace: true,
-            ..Insertion::wrap(open, close, 0, system_parameters, String::new())
-        },
-        Insertion {
-            replace: true,
-            ..Insertion::wrap(body.start, body.end, 0, dispatch, String::new())
-        },
+        replacement(open, close, system_parameters),
+        replacement(body.start, body.end, dispatch),
     ];
     Ok(())
 }
@@ -288,40 +280,6 @@ fn spell_name(code: &str, name: &str) -> String {
     }
     out.push_str(&code[copied..]);
     out
-}
-
-/// Blanks as wide as the text before `offset` on its line (tabs kept),
-/// so that what follows a line marker stands at `offset`'s column.
-fn padding(text: &[u8], map: &LineMap, offset: usize) -> String {
-    text[map.line_start(offset)..offset]
-        .iter()
-        .map(|&b| if b == b'\t' { '\t' } else { ' ' })
-        .collect()
-}
-
-/// `text[start..end]` with `insertions`, after a line marker putting it
-/// at its own line and column, as system-header text or the user's.
-fn emit(
-    out: &mut String,
-    text: &[u8],
-    map: &LineMap,
-    start: usize,
-    end: usize,
-    system: bool,
-    insertions: Vec<Insertion>,
-) -> Result<(), &'static str> {
-    out.push('\n');
-    out.push_str(&map.marker_for(start, system).ok_or("no line marker")?);
-    out.push_str(&padding(text, map, start));
-    let mut rendered = Vec::with_capacity(end - start + insertions.len() * 24);
-    let columns = Columns {
-        map,
-        text,
-        system: Some(system),
-    };
-    apply_insertions(&mut rendered, text, start, end, insertions, Some(&columns));
-    out.push_str(&String::from_utf8_lossy(&rendered));
-    Ok(())
 }
 
 #[cfg(test)]
