@@ -2853,3 +2853,75 @@ fn warm_functions_run_plain_after_their_first_calls() {
         }
     }
 }
+
+/// A function whose site's code begins on `__func__` (the condition
+/// `__func__ == name`), which a warm copy would rename at the same offset,
+/// and any function under a rates file keep per-region sampling with
+/// `-fsample-warm-functions`; the others are warm. Both builds compile
+/// (under `-fsampler-strict`) and print plain gcc's output.
+const WARM_FUNCTIONS_LEFT: &str = r#"#include <stdio.h>
+
+static int named(const char *name)
+{
+    int n = 0;
+    for (int k = 0; k < 3; k++)
+        if (__func__ == name)
+            n += k;
+    return n;
+}
+
+static int plain(int v)
+{
+    int n = 0;
+    for (int k = 0; k < 3; k++)
+        n += k < v;
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    (void)argv;
+    printf("%d\n", named("named") + plain(argc));
+    return 0;
+}
+"#;
+
+#[test]
+fn warm_functions_leave_sites_on_func_and_rates_alone() {
+    let lab = Lab::new();
+    lab.write("left.c", WARM_FUNCTIONS_LEFT);
+    let flags = ["-O2", "left.c", "-o"];
+    let plain = lab.gcc(&[&flags[..], &["plain"]].concat());
+    assert!(plain.status.success());
+    let expected = lab.run("plain", &[], "none", &[]);
+    assert_eq!(expected, "1\n");
+    let schemes = [
+        "-fsampler-strict",
+        "-fsampler-scheme=branches",
+        "-fsample-warm-functions",
+        "-fsampler-stats",
+    ];
+    let built = lab.cc(&[&schemes[..], &flags, &["warm"]].concat());
+    let stats = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stats.contains(", 1 warm functions (1 not: 1 a site at __func__);"),
+        "{stats}"
+    );
+    assert_eq!(lab.run("warm", &[], "warm.report", &[]), expected);
+    // No site listed: every site at scale 1, as without the file.
+    lab.write(
+        "left.rates",
+        "sampler-rates\t1\nsource\truns\truns\nsparsity\t100\ntarget\t100\n\
+         budget\t100000\nruns\t1\nexpected\t0\t0\n",
+    );
+    let rated = lab.cc(&[
+        &schemes[..],
+        &["-fsampler-rates=left.rates"],
+        &flags,
+        &["rated"],
+    ]
+    .concat());
+    let stats = String::from_utf8_lossy(&rated.stderr);
+    assert!(!stats.contains("warm functions"), "{stats}");
+    assert_eq!(lab.run("rated", &[], "rated.report", &[]), expected);
+}
