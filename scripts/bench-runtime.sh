@@ -9,7 +9,7 @@
 #   scripts/bench-runtime.sh [--cc PATH] [--runs N] [--callgrind]
 #                            [--programs "zlib bc sqlite"] [--work DIR]
 #                            [--jobs N] [--size full|small] [--rebuild]
-#                            [--no-workaround]
+#                            [--no-workaround] [--form NAME=FLAGS]...
 #
 #   --cc PATH        sampler-cc under test (default: sampler-cc on PATH)
 #   --runs N         timed runs of each form (default: 5)
@@ -25,6 +25,11 @@
 #   --rebuild        rebuild every form even if a cached build matches
 #   --no-workaround  let instrumented builds fail on the known sampler-cc
 #                    compile error instead of working around it (see below)
+#   --form NAME=FLAGS  also build and measure a sampled form NAME: the
+#                    sampled form's flags plus FLAGS (e.g. --form
+#                    "warmf=-fsample-warm-functions"), run at sparsities 100
+#                    and 1000 as NAME-100 and NAME-1000, side by side with
+#                    the others (repeatable; NAME: letters, digits, _)
 #
 # Forms, all built with CFLAGS "-O2 -g" plus:
 #   plain      gcc
@@ -39,7 +44,8 @@
 #              SAMPLER_SPARSITY=1000, and SAMPLER_SPARSITY=1000 with the flight
 #              recorder on at sampler-run's default (SAMPLER_TRACE=64)
 # hence seven measured columns: plain, coverage, nosample, nosample-br, sampled-100,
-# sampled-1000, traced-1000 (the recorder is off in every other column).
+# sampled-1000, traced-1000 (the recorder is off in every other column),
+# and NAME-100, NAME-1000 for each --form NAME.
 # Instrumented runs get SAMPLER_SEED=1 and SAMPLER_FILE=/dev/null
 # (a real file in the check run, which must hold non-zero counters). The
 # missing forms of one program are built concurrently, each with make -jN.
@@ -106,6 +112,7 @@ jobs=2
 size=full
 rebuild=false
 workaround=true
+extra_forms=()   # NAME=FLAGS of --form
 cache=${SAMPLER_CORPUS_CACHE:-$HOME/.cache/sampler-corpus}
 
 forms=(plain coverage nosample nosample-br sampled)
@@ -139,6 +146,8 @@ while (($#)); do
         --size=*) size=${1#*=}; shift ;;
         --rebuild) rebuild=true; shift ;;
         --no-workaround) workaround=false; shift ;;
+        --form) extra_forms+=("${2:?--form needs NAME=FLAGS}"); shift 2 ;;
+        --form=*) extra_forms+=("${1#*=}"); shift ;;
         -h | --help) usage; exit 0 ;;
         *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -150,6 +159,15 @@ done
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "--runs must be a positive integer"
 [[ $jobs =~ ^[1-9][0-9]*$ ]] || die "--jobs must be a positive integer"
 [[ $size == full || $size == small ]] || die "--size must be full or small"
+declare -A extra_flags=()
+for spec in "${extra_forms[@]}"; do
+    name=${spec%%=*}
+    [[ $spec == *=* && $name =~ ^[A-Za-z0-9_]+$ ]] || die "--form wants NAME=FLAGS, NAME of letters, digits and _ (got ${spec@Q})"
+    [[ " ${forms[*]} traced " != *" $name "* && -z ${extra_flags[$name]+set} ]] || die "--form $name: the name is taken"
+    extra_flags[$name]=${spec#*=}
+    forms+=("$name")
+    variants+=("$name-100" "$name-1000")
+done
 
 # Compiler messages in ASCII (the workaround greps them) and a stable sort.
 export LC_ALL=C
@@ -206,10 +224,19 @@ form_flags() {
         nosample) echo "$base_cflags -fno-sample $schemes" ;;
         nosample-br) echo "$base_cflags -fno-sample -fsampler-scheme=branches -fsampler-scheme=returns" ;;
         sampled) echo "$base_cflags $schemes" ;;
+        *) echo "$base_cflags $schemes ${extra_flags[$1]}" ;;
     esac
 }
-variant_form() { case $1 in sampled-* | traced-*) echo sampled ;; *) echo "$1" ;; esac; }
-instrumented() { [[ $1 == nosample || $1 == nosample-br || $1 == sampled ]]; }
+# The sampled forms: `sampled` and those of --form.
+is_sampled_form() { [[ $1 == sampled || -n ${extra_flags[$1]+set} ]]; }
+variant_form() {
+    case $1 in
+        sampled-* | traced-*) echo sampled ;;
+        *-100 | *-1000) is_sampled_form "${1%-*}" && echo "${1%-*}" || echo "$1" ;;
+        *) echo "$1" ;;
+    esac
+}
+instrumented() { [[ $1 == nosample || $1 == nosample-br ]] || is_sampled_form "$1"; }
 
 # Identity of the compilers, for the build cache key: sampler-cc and what it
 # runs (its cc1 stage, the runtime it links), and gcc under both.
@@ -564,8 +591,8 @@ run_variant() {
         case $variant in
             coverage) export GCOV_PREFIX=$scratch/gcov ;;
             nosample | nosample-br) export SAMPLER_FILE=$report SAMPLER_SEED=$seed ;;
-            sampled-*) export SAMPLER_FILE=$report SAMPLER_SEED=$seed SAMPLER_SPARSITY=${variant#sampled-} ;;
             traced-*) export SAMPLER_FILE=$report SAMPLER_SEED=$seed SAMPLER_SPARSITY=${variant#traced-} SAMPLER_TRACE=$trace ;;
+            *-100 | *-1000) export SAMPLER_FILE=$report SAMPLER_SEED=$seed SAMPLER_SPARSITY=${variant##*-} ;;
         esac
         "workload_$prog" "$bin" "$in" "$out" 2>"$out/stderr"
     ); } 2>&1) || status=$?
@@ -615,14 +642,14 @@ check_variants() {
                 local n; n=$(find "$scratch/gcov" -name '*.gcda' 2>/dev/null | wc -l)
                 ((n > 0)) || { echo "    coverage: no .gcda file written" >&2; failed=1; continue; }
                 echo "    $v: output identical to plain's; $n .gcda files written, cpu $cpu s" ;;
-            nosample | nosample-br | sampled-* | traced-*)
+            plain) echo "    plain: outputs $(awk '{ printf "%s%s", sep, $2; sep = ", " }' "$scratch/plain.sums") kept as reference (sha256), cpu $cpu s" ;;
+            *)
                 if [[ ! -s $report ]] || ! awk '/^[0-9]/ { for (i = 1; i <= NF; i++) if ($i != 0) { f = 1; exit } }
                         END { exit !f }' "$report"; then
                     echo "    $v: the report $report is empty or has only zero counters" >&2
                     failed=1; continue
                 fi
                 echo "    $v: output identical to plain's; report $(wc -c <"$report") bytes with non-zero counters, cpu $cpu s" ;;
-            plain) echo "    plain: outputs $(awk '{ printf "%s%s", sep, $2; sep = ", " }' "$scratch/plain.sums") kept as reference (sha256), cpu $cpu s" ;;
         esac
         ok_variants+=("$v")
     done
