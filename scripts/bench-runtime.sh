@@ -656,9 +656,10 @@ check_variants() {
 }
 
 # callgrind_variant VARIANT IN: total instructions (Ir) of the workload under
-# callgrind, summed over its processes; sets ir.
+# callgrind, summed over its processes; sets ir. The outputs stay in
+# WORK/scratch/callgrind/PROGRAM/VARIANT/ for callgrind_annotate.
 callgrind_variant() {
-    local v=$1 in=$2 dir=$scratch/callgrind/$1 f total=0 n
+    local v=$1 in=$2 dir=$scratch/callgrind/$prog/$1 f total=0 n
     rm -rf "$dir"
     mkdir -p "$dir"
     runner=(valgrind --tool=callgrind -q --callgrind-out-file="$dir/callgrind.out.%p")
