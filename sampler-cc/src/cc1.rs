@@ -258,6 +258,12 @@ fn instrument_file(
         } else {
             String::new()
         };
+        // `-fsample-counted-plain-loops`: how many counted loops also hold
+        // the user's loop.
+        let counted = match regions.counted_plain_loops {
+            0 => "counted".to_owned(),
+            n => format!("counted ({n} with the plain loop)"),
+        };
         eprintln!(
             "sampler-cc: {}: {} functions, sites: {}; regions: {} cloned ({} runs{}, {} loops{}, \
              {} expressions, {} sites), {} declaration runs, {} leaf functions, \
@@ -274,7 +280,7 @@ fn instrument_file(
             ]),
             regions.loops,
             of_which(&[
-                (regions.counted_loops, "counted"),
+                (regions.counted_loops, &counted),
                 (regions.unrolled_loops, "unrolled"),
                 (regions.loops_across_calls, "across calls"),
                 (regions.nested_loops, "nested"),

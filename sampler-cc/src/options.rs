@@ -60,6 +60,10 @@ pub struct Options {
     /// one towards a bound bounds its FAST loop by that variable, so that
     /// FAST tests only it (`-fsample-counted-loops`, default).
     pub sample_counted_loops: bool,
+    /// With `sample_counted_loops`, a small counted `for` loop that ends
+    /// within the countdown takes its events at once and runs as the
+    /// user's loop (`-fsample-counted-plain-loops`, default).
+    pub sample_counted_plain_loops: bool,
     /// With `sample_split_loops`, a small loop that is not counted runs
     /// its unsampled iterations four to a decrement of the countdown
     /// (`-fsample-unrolled-loops`, default).
@@ -130,6 +134,7 @@ impl Default for Options {
             sample_warm_functions: false,
             sample_split_loops: true,
             sample_counted_loops: true,
+            sample_counted_plain_loops: true,
             sample_unrolled_loops: true,
             sample_across_calls: true,
             sample_nested_loops: true,
@@ -402,6 +407,22 @@ pub const FLAGS: &[FlagGroup] = &[
                   `do ... while (--n)`) runs its unsampled iterations up to a limit on that \
                   variable computed once, so that they test nothing else (default), or each \
                   tests the countdown too; the same iterations are sampled either way",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-counted-plain-loops", |o| {
+                o.sample_counted_plain_loops = true
+            }),
+            switch("-fno-sample-counted-plain-loops", |o| {
+                o.sample_counted_plain_loops = false
+            }),
+        ],
+        meaning: "with -fsample-counted-loops: a small counted `for` loop (no jump out, no \
+                  label, no loop inside) whose iterations left all fall within the countdown \
+                  takes their events at once and runs them as the user's own loop, its \
+                  condition as written, so that gcc optimises it as the plain loop (unrolls a \
+                  constant trip count; default), or runs them up to the computed limit; the \
+                  same iterations are sampled either way",
     },
     FlagGroup {
         flags: &[

@@ -24,11 +24,32 @@
 //! The events are the split loop's: one per evaluation of the condition
 //! (with the body it admits), in the same order, so under one seed the two
 //! forms sample the same iterations (a test checks it). Only the FAST
-//! code differs. The shapes (`v` a local or parameter of a 32- or 64-bit
-//! integer type whose address is not taken; `b` a literal, such a
-//! variable, or one of them plus or minus a literal, whose type converts
-//! to `v`'s in the comparison; neither assigned in the loop but by the
-//! loop's own step):
+//! code differs.
+//!
+//! The limit `M` is computed at run time, so gcc no longer sees the
+//! loop's trip count: a short loop of constant trip count that plain gcc
+//! unrolls (zlib's braided CRC, `for (k = 1; k < W; k++)`, 7 iterations)
+//! runs as a loop with the head's work around it, about 46 instructions
+//! per execution more than plain. With `-fsample-counted-plain-loops` (the
+//! default), a small `for` loop whose FAST iteration can be written twice
+//! (`Renderer::counted_plain` in regions.rs) also holds the user's loop,
+//! run when the loop ends within the countdown, its events taken at once:
+//!
+//! ```c
+//!     A = <the loop ends within L events>;
+//!     if (A) { L -= <iterations left> + 1;
+//!              for (;;) { if (!(v < b)) { <write-back> goto B; } BODY STEP } }
+//!     M = A ? (b) : <v moved by L>; ...
+//! ```
+//!
+//! Its condition is the user's, so gcc sees the bound as written (and with
+//! the initialisation just before it, the trip count). The same events:
+//! the iterations left and the final test.
+//!
+//! The shapes (`v` a local or parameter of a 32- or 64-bit integer type
+//! whose address is not taken; `b` a literal, such a variable, or one of
+//! them plus or minus a literal, whose type converts to `v`'s in the
+//! comparison; neither assigned in the loop but by the loop's own step):
 //!
 //! - `for (…; v < b; v++)`, `for (…; v <= b; v++)`, `for (…; v > b; v--)`
 //!   and `for (…; v >= b; v--)` (`++v`, `--v` too);
@@ -223,7 +244,7 @@ impl CountedLoop {
     /// The FAST part of a counted split loop up to its body, for region
     /// `number` on local countdown `local`. It is compiled as system-header
     /// text, like FAST: what it adds warns about nothing.
-    pub(super) fn head(&self, local: &str, number: usize) -> String {
+    pub(super) fn head(&self, local: &str, number: usize, plain: Option<&str>) -> String {
         let v = &self.variable;
         // The bound in `v`'s type, the type of the user's comparison.
         let b = format!("((__typeof__({v}))({}))", self.bound);
@@ -283,10 +304,43 @@ impl CountedLoop {
             }
             _ => format!("while ({v} {test} {limit}) {{ --{local};"),
         };
+        // A loop that ends within the countdown may take its events at
+        // once and run as the user wrote it (`plain`).
+        let plain = match (plain, self.events_left()) {
+            (Some(plain), Some(events)) => format!("if ({all}) {{ {local} -= {events};{plain} }} "),
+            _ => String::new(),
+        };
         format!(
             "if (__builtin_expect({local} > 0, 1)) {{ __typeof__({v}) {limit}; int {all}; \
-             {all} = {ends_within}; {limit} = {all} ? {b} : {moved}; {loop_head}"
+             {all} = {ends_within}; {plain}{limit} = {all} ? {b} : {moved}; {loop_head}"
         )
+    }
+
+    /// The events of the rest of a `for` loop that ends within the
+    /// countdown, as an `int` (at most the countdown): one per evaluation
+    /// of its condition, the iterations left and the final test; `None`
+    /// for the shapes of `while` and `do` loops, whose condition also
+    /// moves the variable.
+    pub(super) fn events_left(&self) -> Option<String> {
+        let v = &self.variable;
+        let b = format!("((__typeof__({v}))({}))", self.bound);
+        const U: &str = "unsigned long long";
+        let (test, distance, extra) = match self.shape {
+            Shape::Up { inclusive } => (
+                if inclusive { "<=" } else { "<" },
+                format!("({U}){b} - ({U}){v}"),
+                u8::from(inclusive),
+            ),
+            Shape::Down { inclusive } => (
+                if inclusive { ">=" } else { ">" },
+                format!("({U}){v} - ({U}){b}"),
+                u8::from(inclusive),
+            ),
+            Shape::PostDecrement { .. } | Shape::PreDecrement => return None,
+        };
+        Some(format!(
+            "(int)({v} {test} {b} ? {distance} + {extra} : 0) + 1"
+        ))
     }
 
     /// The FAST part after the body (and step) of a counted split loop:

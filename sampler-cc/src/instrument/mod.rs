@@ -393,6 +393,7 @@ fn instrument_here(
                     warm_functions: options.sample_warm_functions && rates.is_none(),
                     split_loops: options.sample_regions && options.sample_split_loops,
                     counted_loops: options.sample_counted_loops,
+                    counted_plain_loops: options.sample_counted_plain_loops,
                     unrolled_loops: options.sample_unrolled_loops,
                     across_calls: options.sample_across_calls,
                     nested_loops: options.sample_nested_loops,

@@ -183,6 +183,9 @@ pub struct RegionStats {
     /// Loops among `loops` whose FAST loop is bounded by their own
     /// variable (`-fsample-counted-loops`).
     pub counted_loops: usize,
+    /// Counted loops whose FAST loop also holds the user's loop, run when
+    /// the loop ends within the countdown (`-fsample-counted-plain-loops`).
+    pub counted_plain_loops: usize,
     /// Loops among `loops` whose FAST iterations run four to a
     /// decrement (`-fsample-unrolled-loops`).
     pub unrolled_loops: usize,
@@ -220,6 +223,7 @@ impl RegionStats {
         self.loops += other.loops;
         self.counted_loops += other.counted_loops;
         self.unrolled_loops += other.unrolled_loops;
+        self.counted_plain_loops += other.counted_plain_loops;
         self.nested_loops += other.nested_loops;
         self.warm_loops += other.warm_loops;
         self.nested_runs += other.nested_runs;
@@ -325,6 +329,8 @@ pub(super) struct Forms {
     pub split_loops: bool,
     /// `-fsample-counted-loops` (with `split_loops`).
     pub counted_loops: bool,
+    /// `-fsample-counted-plain-loops` (with `counted_loops`).
+    pub counted_plain_loops: bool,
     /// `-fsample-unrolled-loops` (with `split_loops`).
     pub unrolled_loops: bool,
     /// `-fsample-across-calls` (with `per_region`): runs may hold weighty
@@ -527,6 +533,7 @@ fn clone_function(
         per_region: forms.per_region,
         split_loops: forms.split_loops,
         counted_loops: forms.counted_loops,
+        counted_plain_loops: forms.counted_plain_loops,
         unrolled_loops: forms.unrolled_loops,
         warm_counters: (forms.per_region && forms.warm_loops).then_some(warm_counters),
         nest: RefCell::new(None),
@@ -1927,6 +1934,9 @@ struct Renderer<'a> {
     /// `-fsample-counted-loops` (with `split_loops`): that loop is bounded
     /// by the loop's own variable where it counts one (counted.rs).
     counted_loops: bool,
+    /// `-fsample-counted-plain-loops` (with `counted_loops`): a small
+    /// counted `for` loop also holds the user's loop in FAST.
+    counted_plain_loops: bool,
     /// `-fsample-unrolled-loops` (with `split_loops`): a small loop that
     /// is not counted runs its FAST iterations [`UNROLL`] to a decrement.
     unrolled_loops: bool,
@@ -1998,6 +2008,13 @@ const UNROLL: u32 = 4;
 /// to 64 (sqlite3.c has 49) gain nothing measurable on zlib and bc and
 /// cost the copies (BENCHMARKS.md, "Sampling: unrolled loops").
 const UNROLL_MAX_NODES: usize = 40;
+
+/// The largest counted loop (in syntax nodes, its header included) whose
+/// FAST loop also holds the user's loop, run when the loop ends within the
+/// countdown: FAST then holds its body twice. zlib's braided CRC loops
+/// (five table lookups per iteration) are within it; sqlite3.c has 39 such
+/// loops of its 44 counted ones.
+const COUNTED_PLAIN_MAX_NODES: usize = 80;
 
 /// Which copy a piece of text goes to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -2167,6 +2184,12 @@ impl Renderer<'_> {
         stats.warm_loops += usize::from(self.warm(region, scale));
         stats.counted_loops += usize::from(counted);
         stats.unrolled_loops += usize::from(self.unrolled(region, scale, counted));
+        stats.counted_plain_loops += usize::from(
+            counted
+                && self
+                    .counted(region, scale)
+                    .is_some_and(|loop_| self.counted_plain(region, &loop_)),
+        );
         match region.shape {
             Shape::Run { .. } => {
                 stats.runs += 1;
@@ -2614,7 +2637,26 @@ impl Renderer<'_> {
             let _ = writeln!(out, " {{ {load}for (;;) {{");
             let system = self.map.marker_for(node.start, true);
             out.push_str(&system.ok_or("no line marker")?);
-            out.push_str(&counted.head(local, number));
+            // A small loop that ends within the countdown runs its rest as
+            // the user's loop, its condition and bound as written, so that
+            // gcc sees its trip count (unrolls, vectorises) as in the plain
+            // loop: the same events, taken at once.
+            let plain = if self.counted_plain(region, counted) {
+                let mut plain = String::from(" for (;;) {");
+                let iteration = Iteration {
+                    copy: Version::Fast,
+                    continue_label: &format!("__cbi_cp{number}"),
+                    break_label: Some(&break_label),
+                    on_false: &format!("{exit}goto {break_label};"),
+                    tested: false,
+                };
+                self.iteration(&mut plain, region, local, own, &shape, iteration)?;
+                plain.push_str(" }");
+                Some(plain)
+            } else {
+                None
+            };
+            out.push_str(&counted.head(local, number, plain.as_deref()));
         } else if split {
             let _ = write!(out, " {{ {load}for (;;) {{");
             if self.unrolled(region, scale, false) {
@@ -2751,6 +2793,19 @@ impl Renderer<'_> {
         })
     }
 
+    /// Whether counted loop region `region` (loop `counted`) also holds
+    /// the user's loop in FAST (`-fsample-counted-plain-loops`): a `for`
+    /// loop of at most [`COUNTED_PLAIN_MAX_NODES`] nodes whose iteration
+    /// can be written twice.
+    fn counted_plain(&self, region: &Region, counted: &CountedLoop) -> bool {
+        let Shape::Loop { node } = region.shape else {
+            return false;
+        };
+        self.counted_plain_loops
+            && counted.events_left().is_some()
+            && self.copyable(node, COUNTED_PLAIN_MAX_NODES, true)
+    }
+
     /// Whether loop `id`'s FAST iterations can run [`UNROLL`] to one
     /// decrement: it is small (its copies multiply gcc's work), and
     /// nothing leaves it but its condition (no `break`, `return` or
@@ -2758,16 +2813,27 @@ impl Renderer<'_> {
     /// not run; a `continue` of its own goes to the next copy) and no
     /// label would be defined twice.
     fn unrollable(&self, id: NodeId) -> bool {
+        self.copyable(id, UNROLL_MAX_NODES, false)
+    }
+
+    /// Whether loop `id` has fewer than `max_nodes` nodes and its FAST
+    /// iteration can be written more than once: no jump but its own
+    /// `continue`s, no `return`, no named label, and (`innermost`) no loop
+    /// inside.
+    fn copyable(&self, id: NodeId, max_nodes: usize, innermost: bool) -> bool {
         let function = self.function;
         // Asked for the stats and for the render: a walk of at most
-        // UNROLL_MAX_NODES + 1 nodes, however big the loop.
+        // max_nodes + 1 nodes, however big the loop.
         for (size, n) in subtree(function, id).enumerate() {
-            if size == UNROLL_MAX_NODES {
+            if size == max_nodes {
                 return false;
             }
             match function.node(n).kind {
                 NodeKind::Jump(Jump::Continue) if self.continue_target(n) == Some(id) => {}
                 NodeKind::Jump(_) | NodeKind::Return | NodeKind::Labelled(Label::Named(_)) => {
+                    return false;
+                }
+                NodeKind::For { .. } | NodeKind::While | NodeKind::Do if innermost && n != id => {
                     return false;
                 }
                 _ => {}

@@ -311,22 +311,22 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     // global countdown: it keeps no local from entry to return. Each of
     // them is its whole body, whose SLOW copy is outlined.
     let within_calls = format!(
-        "24 cloned (13 runs, 9 loops of which 4 counted and 3 unrolled, 2 expressions, \
-         227 sites), 8 declaration runs, 6 leaf functions, 2 outlined functions of which 2 \
+        "24 cloned (13 runs, 9 loops of which 4 counted (4 with the plain loop) and 3 unrolled, \
+         2 expressions, 227 sites), 8 declaration runs, 6 leaf functions, 2 outlined functions of which 2 \
          re-entered, 4 fell back \
          ({fell_back})"
     );
     // Runs may hold calls to functions with sites.
     let flat = format!(
-        "26 cloned (15 runs of which 3 across calls, 9 loops of which 4 counted and 3 unrolled, \
-         2 expressions, 263 sites), 7 declaration runs, 6 leaf functions, 2 outlined functions \
+        "26 cloned (15 runs of which 3 across calls, 9 loops of which 4 counted (4 with the plain loop) and \
+         3 unrolled, 2 expressions, 263 sites), 7 declaration runs, 6 leaf functions, 2 outlined functions \
          of which 2 re-entered, 4 fell back \
          ({fell_back})"
     );
     // And the iteration of `main`'s loop, with loops inside, is one
     // region, whose copies hold its inner loops' regions.
     let linear = format!(
-        "24 cloned (13 runs of which 1 across calls, 10 loops of which 4 counted, 3 unrolled, \
+        "24 cloned (13 runs of which 1 across calls, 10 loops of which 4 counted (4 with the plain loop), 3 unrolled, \
          1 across calls and 1 nested, 1 expressions, 264 sites), 7 declaration runs, \
          6 leaf functions, 2 outlined functions of which 2 re-entered, 4 fell back ({fell_back})"
     );
@@ -345,7 +345,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     // `vla`'s two loops and `main`'s two without calls (not `loops`'
     // last, which a `return` may end); four more small loops without
     // jumps are unrolled (eight when loops are not counted).
-    let counted = nested("4 counted, 4 unrolled, ");
+    let counted = nested("4 counted (4 with the plain loop), 4 unrolled, ");
     let unrolled = nested("8 unrolled, ");
     let unsplit = nested("");
     // Small loops whole: runs hold them, and a loop with only small loops
@@ -759,18 +759,19 @@ fn sample_regions_decides_once_per_region_execution() {
             // The first loop's iteration (around the call and the inner
             // loop) is one region, whose copies hold the inner loop's.
             "-fsample-regions" => Some(
-                "4 cloned (1 runs, 3 loops of which 1 counted, 2 across calls and 1 nested, \
-                 0 expressions, 13 sites)",
+                "4 cloned (1 runs, 3 loops of which 1 counted (1 with the plain loop), 2 across calls \
+                 and 1 nested, 0 expressions, 13 sites)",
             ),
             // Without: a run around the call.
             "-fno-sample-nested-loops" => Some(
-                "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 counted and \
-                 1 across calls, 0 expressions, 12 sites)",
+                "4 cloned (2 runs of which 1 across calls, 2 loops of which 1 counted (1 with the \
+                 plain loop) and 1 across calls, 0 expressions, 12 sites)",
             ),
             // The conditions around the calls are sites of their own.
-            "-fno-sample-across-calls" => {
-                Some("2 cloned (1 runs, 1 loops of which 1 counted, 0 expressions, 5 sites)")
-            }
+            "-fno-sample-across-calls" => Some(
+                "2 cloned (1 runs, 1 loops of which 1 counted (1 with the plain loop), 0 expressions, \
+                 5 sites)",
+            ),
             "-fsample-sites" => Some("2 cloned (1 runs, 1 loops, 0 expressions, 5 sites)"),
             _ => Some(
                 "4 cloned (1 runs, 3 loops of which 2 across calls and 1 nested, \
@@ -1184,6 +1185,28 @@ static long not_counted(int n)
     return s;
 }
 
+/* A short counted loop of constant trip count, run once per iteration
+ * of the loop around it (zlib's braided CRC): with the plain loop, which
+ * gcc unrolls, when the countdown covers its iterations; a `continue` of
+ * its own, and one that skips every iteration. */
+static long braid(int n)
+{
+    long s = 0;
+    for (int r = 0; r < n; r++) {
+        int k;
+        s += r & 7;
+        for (k = 1; k < 8; k++) {
+            if (k == 3)
+                continue;
+            s ^= (long)(r >> k) * k;
+        }
+        for (k = 9; k >= 2; k--)
+            if (k > 100)
+                s--;
+    }
+    return s;
+}
+
 /* Not counted either (the variable changes in the body, steps of two),
  * but unrolled: `continue`s of their own, the second to a `do`'s
  * condition. */
@@ -1212,6 +1235,7 @@ int main(int argc, char **argv)
     long total = 0;
     for (int r = 0; r < 3 * scale; r++) {
         total += continued(3001 + r) + continued(0) + continued(1) + continued(2);
+        total += braid(2000 + r) + braid(0);
         total += up(5000 + r, 3) + up(0, 2) + up(-4, 2);
         total += up_expression(4000, 7) + up_expression(2, -1) + up_expression(0, 0);
         total += down(6000) + down(0) + down(-5);
@@ -1230,16 +1254,20 @@ int main(int argc, char **argv)
 "#;
 
 /// `-fsample-counted-loops` bounds a split loop's FAST loop by the loop's
-/// variable, and `-fsample-unrolled-loops` runs a small one's FAST
+/// variable, `-fsample-counted-plain-loops` runs a small counted `for`
+/// loop that ends within the countdown as the user's loop with its events
+/// taken at once, and `-fsample-unrolled-loops` runs a small one's FAST
 /// iterations four to a decrement, giving back the ones it did not run:
 /// the same events in the same order as the split loop with a decrement
-/// per iteration, so under one seed the three builds sample the same
+/// per iteration, so under one seed the four builds sample the same
 /// iterations and every counter agrees, at every sparsity (a give-back
-/// one event off shifts every later draw); the program's output stays
-/// plain gcc's, its counters at sparsity 1 are `-fno-sample`'s, its
-/// warnings gcc's. The stats count the loops recognised: the seventeen
-/// counted loops of COUNTED, none of `jumps`' three (a `break`, a `goto`
-/// and a `return` may end them), `not_counted`'s or `continued`'s.
+/// or a count of events taken at once one event off shifts every later
+/// draw); the program's output stays plain gcc's, its counters at
+/// sparsity 1 are `-fno-sample`'s, its warnings gcc's. The stats count
+/// the loops recognised: the nineteen counted loops of COUNTED (twelve
+/// `for` loops small enough for the plain loop), none of `jumps`' three
+/// (a `break`, a `goto` and a `return` may end them), `not_counted`'s or
+/// `continued`'s.
 #[test]
 fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
     let lab = Lab::new();
@@ -1252,7 +1280,7 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
     // `up_expression`'s `n + d` is a `short` converted to `unsigned`.
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     let expected = lab.run("plain", &[], "none", &[]);
-    assert_eq!(expected, "299247113\n");
+    assert_eq!(expected, "299275357\n");
 
     let schemes = [
         "-fsampler-strict",
@@ -1277,21 +1305,31 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
     // `not_counted`'s four loops and `continued`'s two are unrolled;
     // `nested`'s outer loop is one region, whose copies hold its inner
-    // loop's; two runs hold small loops, in every form alike.
+    // loop's, and so is `braid`'s; two runs hold small loops, in every
+    // form alike.
     let stats = build("counted", &["-fsample-counted-loops"]);
     assert!(
         stats.contains(
-            "(2 runs of which 2 nested, 28 loops of which 17 counted, 6 unrolled, 1 across calls and 1 nested, \
-             0 expressions"
+            "(2 runs of which 2 nested, 31 loops of which 19 counted (12 with the plain loop), \
+             6 unrolled, 1 across calls and 2 nested, 0 expressions"
         ),
         "{stats}"
     );
-    // Every loop but `jumps`' three (a `break`, a `goto`, a `return`) and
-    // `main`'s (across calls).
+    let stats = build("limited", &["-fno-sample-counted-plain-loops"]);
+    assert!(
+        stats.contains(
+            "(2 runs of which 2 nested, 31 loops of which 19 counted, 6 unrolled, \
+             1 across calls and 2 nested, 0 expressions"
+        ),
+        "{stats}"
+    );
+    // Every loop but `jumps`' three (a `break`, a `goto`, a `return`),
+    // `braid`'s outer one (nested) and `main`'s (across calls).
     let stats = build("uncounted", &["-fno-sample-counted-loops"]);
     assert!(
         stats.contains(
-            "(2 runs of which 2 nested, 28 loops of which 23 unrolled, 1 across calls and 1 nested, 0 expressions"
+            "(2 runs of which 2 nested, 31 loops of which 25 unrolled, 1 across calls and 2 nested, \
+             0 expressions"
         ),
         "{stats}"
     );
@@ -1300,20 +1338,24 @@ fn counted_and_unrolled_loops_sample_the_same_executions_as_split_loops() {
         &["-fno-sample-counted-loops", "-fno-sample-unrolled-loops"],
     );
     assert!(
-        stats.contains("(2 runs of which 2 nested, 28 loops of which 1 across calls and 1 nested, 0 expressions"),
+        stats.contains("(2 runs of which 2 nested, 31 loops of which 1 across calls and 2 nested, 0 expressions"),
         "{stats}"
     );
     for sparsity in ["1", "3", "1000"] {
         for seed in ["1", "2"] {
             let env = [("SAMPLER_SPARSITY", sparsity), ("SAMPLER_SEED", seed)];
             let mut seen = Vec::new();
-            for build in ["counted", "uncounted", "per-iteration"] {
+            for build in ["counted", "limited", "uncounted", "per-iteration"] {
                 assert_eq!(lab.run(build, &[], "report", &env), expected);
                 seen.push(counters(&lab.resolve("report", &[build])));
             }
             assert_eq!(seen[0].len(), exact.len());
-            assert_eq!(seen[0], seen[1], "sparsity {sparsity}, seed {seed}");
-            assert_eq!(seen[1], seen[2], "sparsity {sparsity}, seed {seed}");
+            for (i, other) in seen.iter().enumerate().skip(1) {
+                assert_eq!(
+                    &seen[0], other,
+                    "build {i}, sparsity {sparsity}, seed {seed}"
+                );
+            }
             if sparsity == "1" {
                 assert_eq!(seen[0], exact, "seed {seed}");
             }
@@ -1467,8 +1509,8 @@ fn nested_loop_iterations_are_one_event_and_their_inner_loops_their_own() {
     let stats = build("nested", "-fsample-nested-loops");
     assert!(
         stats.contains(
-            "(1 runs of which 1 across calls, 7 loops of which 4 counted, 1 across calls and \
-             2 nested, 0 expressions, 26 sites), 0 declaration runs, 2 leaf functions, 0 outlined functions, \
+            "(1 runs of which 1 across calls, 7 loops of which 4 counted (4 with the plain loop), \
+             1 across calls and 2 nested, 0 expressions, 26 sites), 0 declaration runs, 2 leaf functions, 0 outlined functions, \
              1 fell back (1 static local)"
         ),
         "{stats}"
@@ -1476,7 +1518,8 @@ fn nested_loop_iterations_are_one_event_and_their_inner_loops_their_own() {
     let stats = build("flat", "-fno-sample-nested-loops");
     assert!(
         stats.contains(
-            "(2 runs of which 1 across calls, 5 loops of which 4 counted, 0 expressions, 20 sites)"
+            "(2 runs of which 1 across calls, 5 loops of which 4 counted (4 with the plain loop), \
+             0 expressions, 20 sites)"
         ),
         "{stats}"
     );
@@ -1695,16 +1738,16 @@ fn runs_holding_loops_are_one_event_and_their_loops_their_own() {
     let stats = build("nested", "-fsample-nested-runs");
     assert!(
         stats.contains(
-            "(4 runs of which 1 across calls and 4 nested, 7 loops of which 3 counted, \
-             1 across calls and 1 nested, 0 expressions, 35 sites)"
+            "(4 runs of which 1 across calls and 4 nested, 7 loops of which 3 counted (3 with the \
+             plain loop), 1 across calls and 1 nested, 0 expressions, 35 sites)"
         ),
         "{stats}"
     );
     let stats = build("flat", "-fno-sample-nested-runs");
     assert!(
         stats.contains(
-            "(2 runs of which 1 across calls, 7 loops of which 3 counted, 1 across calls and \
-             1 nested, 0 expressions, 28 sites)"
+            "(2 runs of which 1 across calls, 7 loops of which 3 counted (3 with the plain loop), \
+             1 across calls and 1 nested, 0 expressions, 28 sites)"
         ),
         "{stats}"
     );
@@ -1806,8 +1849,10 @@ fn inner_loops_with_labels_stay_in_their_nested_region() {
     assert_eq!(diagnostics(&built.stderr), warnings);
     let stats = String::from_utf8_lossy(&built.stderr);
     assert!(
-        stats.contains("(0 runs, 3 loops of which 1 counted and 1 nested, 0 expressions, 8 sites)")
-            && stats.contains(", 0 fell back"),
+        stats.contains(
+            "(0 runs, 3 loops of which 1 counted (1 with the plain loop) and 1 nested, \
+             0 expressions, 8 sites)"
+        ) && stats.contains(", 0 fell back"),
         "{stats}"
     );
     for sparsity in ["1", "10", "1000", "1000000000"] {
@@ -2646,7 +2691,8 @@ fn warm_loops_run_whole_after_their_first_executions() {
     let stats = String::from_utf8_lossy(&built.stderr);
     assert!(
         stats.contains(
-            "2 loops of which 1 counted, 1 across calls and 1 warm, 0 expressions, 4 sites)"
+            "2 loops of which 1 counted (1 with the plain loop), 1 across calls and 1 warm, \
+             0 expressions, 4 sites)"
         ),
         "{stats}"
     );
