@@ -330,6 +330,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-sample-split-loops",
             "-fsample-counted-loops",
             "-fno-sample-counted-loops",
+            "-fsample-counted-plain-loops",
+            "-fno-sample-counted-plain-loops",
             "-fsample-unrolled-loops",
             "-fno-sample-unrolled-loops",
             "-fsample-across-calls",
