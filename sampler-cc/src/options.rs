@@ -420,8 +420,8 @@ pub const FLAGS: &[FlagGroup] = &[
         meaning: "with -fsample-counted-loops: a small counted `for` loop (no jump out, no \
                   label, no loop inside) whose iterations left all fall within the countdown \
                   takes their events at once and runs them as the user's own loop, its \
-                  condition as written, so that gcc optimises it as the plain loop (unrolls a \
-                  constant trip count; default), or runs them up to the computed limit; the \
+                  condition as written, so that gcc compiles it as the plain loop (default), or \
+                  runs them up to a limit computed from the countdown, decrementing it; the \
                   same iterations are sampled either way",
     },
     FlagGroup {

@@ -27,12 +27,13 @@
 //! code differs.
 //!
 //! The limit `M` is computed at run time, so gcc no longer sees the
-//! loop's trip count: a short loop of constant trip count that plain gcc
-//! unrolls (zlib's braided CRC, `for (k = 1; k < W; k++)`, 7 iterations)
-//! runs as a loop with the head's work around it, about 46 instructions
-//! per execution more than plain. With `-fsample-counted-plain-loops` (the
-//! default), a small `for` loop whose FAST iteration can be written twice
-//! (`Renderer::counted_plain` in regions.rs) also holds the user's loop,
+//! loop's bound as the user wrote it, and each iteration still decrements
+//! `L`; a short loop pays the head's work on every execution (zlib's
+//! braided CRC, `for (k = 1; k < W; k++)`, 7 iterations: about 46
+//! instructions per execution more than plain). With
+//! `-fsample-counted-plain-loops` (the default), a small `for` loop whose
+//! FAST iteration can be written twice (`Renderer::counted_plain` in
+//! regions.rs) also holds the user's loop,
 //! run when the loop ends within the countdown, its events taken at once:
 //!
 //! ```c
@@ -43,8 +44,9 @@
 //! ```
 //!
 //! Its condition is the user's, so gcc sees the bound as written (and with
-//! the initialisation just before it, the trip count). The same events:
-//! the iterations left and the final test.
+//! the initialisation just before it, the trip count), and nothing in it
+//! counts events. The same events: the iterations left and the final
+//! test.
 //!
 //! The shapes (`v` a local or parameter of a 32- or 64-bit integer type
 //! whose address is not taken; `b` a literal, such a variable, or one of

@@ -2638,9 +2638,9 @@ impl Renderer<'_> {
             let system = self.map.marker_for(node.start, true);
             out.push_str(&system.ok_or("no line marker")?);
             // A small loop that ends within the countdown runs its rest as
-            // the user's loop, its condition and bound as written, so that
-            // gcc sees its trip count (unrolls, vectorises) as in the plain
-            // loop: the same events, taken at once.
+            // the user's loop, its condition and bound as written and no
+            // decrement in it, so that gcc compiles it as the plain loop:
+            // the same events, taken at once.
             let plain = if self.counted_plain(region, counted) {
                 let mut plain = String::from(" for (;;) {");
                 let iteration = Iteration {

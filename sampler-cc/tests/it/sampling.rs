@@ -1186,9 +1186,9 @@ static long not_counted(int n)
 }
 
 /* A short counted loop of constant trip count, run once per iteration
- * of the loop around it (zlib's braided CRC): with the plain loop, which
- * gcc unrolls, when the countdown covers its iterations; a `continue` of
- * its own, and one that skips every iteration. */
+ * of the loop around it (zlib's braided CRC): with the user's loop when
+ * the countdown covers its iterations; a `continue` of its own. Then a
+ * `>=` loop whose body never changes anything. */
 static long braid(int n)
 {
     long s = 0;
