@@ -75,6 +75,10 @@ use crate::frontend::{Function, NodeId, NodeKind, Storage, TypeClass, ValueType}
 use super::assignments::address_taken;
 use super::regions::subtree;
 
+/// The type the heads compute distances in: wide enough for any `v`,
+/// and never undefined when it wraps.
+const U: &str = "unsigned long long";
+
 /// How a counted loop moves its variable and tests it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Shape {
@@ -248,10 +252,8 @@ impl CountedLoop {
     /// text, like FAST: what it adds warns about nothing.
     pub(super) fn head(&self, local: &str, number: usize, plain: Option<&str>) -> String {
         let v = &self.variable;
-        // The bound in `v`'s type, the type of the user's comparison.
-        let b = format!("((__typeof__({v}))({}))", self.bound);
+        let b = self.typed_bound();
         let (limit, all) = (format!("__cbi_m{number}"), format!("__cbi_a{number}"));
-        const U: &str = "unsigned long long";
         let back = format!("(__typeof__({v}))(({U}){v} - ({U}){local})");
         // From `v` down to the bound, exact where the loop can end there:
         // modulo the type's width when it is unsigned.
@@ -308,10 +310,10 @@ impl CountedLoop {
         };
         // A loop that ends within the countdown may take its events at
         // once and run as the user wrote it (`plain`).
-        let plain = match (plain, self.events_left()) {
-            (Some(plain), Some(events)) => format!("if ({all}) {{ {local} -= {events};{plain} }} "),
-            _ => String::new(),
-        };
+        let plain = plain
+            .zip(self.events_left())
+            .map(|(plain, events)| format!("if ({all}) {{ {local} -= {events};{plain} }} "))
+            .unwrap_or_default();
         format!(
             "if (__builtin_expect({local} > 0, 1)) {{ __typeof__({v}) {limit}; int {all}; \
              {all} = {ends_within}; {plain}{limit} = {all} ? {b} : {moved}; {loop_head}"
@@ -325,8 +327,7 @@ impl CountedLoop {
     /// moves the variable.
     pub(super) fn events_left(&self) -> Option<String> {
         let v = &self.variable;
-        let b = format!("((__typeof__({v}))({}))", self.bound);
-        const U: &str = "unsigned long long";
+        let b = self.typed_bound();
         let (test, distance, extra) = match self.shape {
             Shape::Up { inclusive } => (
                 if inclusive { "<=" } else { "<" },
@@ -343,6 +344,11 @@ impl CountedLoop {
         Some(format!(
             "(int)({v} {test} {b} ? {distance} + {extra} : 0) + 1"
         ))
+    }
+
+    /// The bound in `v`'s type, the type of the user's comparison.
+    fn typed_bound(&self) -> String {
+        format!("((__typeof__({}))({}))", self.variable, self.bound)
     }
 
     /// The FAST part after the body (and step) of a counted split loop:

@@ -573,16 +573,16 @@ fn clone_function(
                     }
                     _ => renderer.render(region, *next_region, &own, scale, counted.as_ref())?,
                 };
-                Ok((replacement, scale, counted.is_some()))
+                Ok((replacement, scale, counted))
             });
         renderer.nest.replace(None);
         match result {
             Ok((replacement, scale, counted)) => {
                 *next_region += 1;
-                renderer.tally(region, scale, counted, stats, in_regions);
+                renderer.tally(region, scale, counted.as_ref(), stats, in_regions);
                 // Rendered once per copy of the nested region, tallied once.
                 for (inner, (scale, counted)) in inner.iter().zip(&plans) {
-                    renderer.tally(inner, *scale, counted.is_some(), stats, in_regions);
+                    renderer.tally(inner, *scale, counted.as_ref(), stats, in_regions);
                 }
                 let nested = usize::from(!region.holes.is_empty());
                 match region.shape {
@@ -2174,7 +2174,7 @@ impl Renderer<'_> {
         &self,
         region: &Region,
         scale: u32,
-        counted: bool,
+        counted: Option<&CountedLoop>,
         stats: &mut RegionStats,
         in_regions: &mut Vec<(usize, u32)>,
     ) {
@@ -2182,14 +2182,10 @@ impl Renderer<'_> {
             in_regions.extend(self.region_marks(region).map(|mark| (mark, scale)));
         }
         stats.warm_loops += usize::from(self.warm(region, scale));
-        stats.counted_loops += usize::from(counted);
-        stats.unrolled_loops += usize::from(self.unrolled(region, scale, counted));
-        stats.counted_plain_loops += usize::from(
-            counted
-                && self
-                    .counted(region, scale)
-                    .is_some_and(|loop_| self.counted_plain(region, &loop_)),
-        );
+        stats.counted_loops += usize::from(counted.is_some());
+        stats.unrolled_loops += usize::from(self.unrolled(region, scale, counted.is_some()));
+        stats.counted_plain_loops +=
+            usize::from(counted.is_some_and(|loop_| self.counted_plain(region, loop_)));
         match region.shape {
             Shape::Run { .. } => {
                 stats.runs += 1;
