@@ -368,6 +368,12 @@ fn instrument_here(
     // Regions are numbered across the unit; `-fsample-warm-loops` keeps a
     // counter of executions per region number.
     let mut next_region = 0;
+    // One event per warm call has scale 1: rates keep per-region sampling.
+    let warm_functions = options.sample
+        && options.clone_regions
+        && options.sample_regions
+        && options.sample_warm_functions
+        && rates.is_none();
     if options.sample && options.clone_regions {
         let with_sites: HashSet<&str> = found_per_function
             .iter()
@@ -389,8 +395,7 @@ fn instrument_here(
                     per_region: options.sample_regions,
                     whole_loops: options.sample_whole_loops,
                     warm_loops: options.sample_warm_loops,
-                    // One event per warm call has scale 1: rates keep per-region sampling.
-                    warm_functions: options.sample_warm_functions && rates.is_none(),
+                    warm_functions,
                     split_loops: options.sample_regions && options.sample_split_loops,
                     counted_loops: options.sample_counted_loops,
                     counted_plain_loops: options.sample_counted_plain_loops,
@@ -434,7 +439,13 @@ fn instrument_here(
             .collect::<Vec<_>>()
     });
 
-    let prelude = context.prelude(&signature, &tables, scales.as_deref(), warm_slots);
+    let prelude = context.prelude(
+        &signature,
+        &tables,
+        scales.as_deref(),
+        warm_slots,
+        warm_functions,
+    );
     let prelude_at = context.map.after_first_line(text.len());
     let mut output = Vec::with_capacity(text.len() + prelude.len() + insertions.len() * 160);
     output.extend_from_slice(&text[..prelude_at]);
@@ -840,6 +851,7 @@ impl Context<'_> {
         tables: &[(Scheme, Vec<Site>)],
         scales: Option<&[(Scheme, Vec<u32>)]>,
         warm_slots: usize,
+        warm_functions: bool,
     ) -> String {
         let prefix = &self.prefix;
         let mut out = String::new();
@@ -883,6 +895,11 @@ impl Context<'_> {
         let hidden = "__attribute__((__visibility__(\"hidden\"), __weak__))";
         if warm_slots > 0 {
             let _ = writeln!(out, "{hidden} unsigned int {prefix}_warm[{warm_slots}];");
+        }
+        if warm_functions {
+            // Outside a warm function's copy its sampled calls run, the
+            // flag that forces its regions (regions.rs) is this 0.
+            let _ = writeln!(out, "enum {{ {} = 0 }};", regions::FORCED);
         }
         // Not `static`: C99 inline functions may not use static objects,
         // and user code calls these.

@@ -447,6 +447,11 @@ fn clone_function(
         region.lone = true;
     }
     let lone = planner.regions.first().is_some_and(|r| r.lone);
+    // A function that may take the warm form renders the copy its sampled
+    // calls run, every region forced (warm.rs); a lone run never does.
+    let countdown = Countdown {
+        forced: forms.per_region && forms.warm_functions && !lone,
+    };
     let outlined = match planner.regions.first() {
         Some(region) if lone && forms.outlined_functions => {
             outlinable(function, text, map, region, insertions)
@@ -536,6 +541,7 @@ fn clone_function(
         counted_plain_loops: forms.counted_plain_loops,
         unrolled_loops: forms.unrolled_loops,
         warm_counters: (forms.per_region && forms.warm_loops).then_some(warm_counters),
+        countdown,
         nest: RefCell::new(None),
         in_fast: Cell::new(None),
     };
@@ -545,7 +551,7 @@ fn clone_function(
     {
         // In a leaf function the inner loops' per-site checks use its local.
         if let Some(local) = &shared {
-            let localiser = Localiser::new(local, &returns);
+            let localiser = Localiser::new(local, &returns, countdown);
             holes.iter_mut().for_each(|i| localiser.localise(i));
         }
         // Each inner region's scale and counted loop, found once for its
@@ -609,7 +615,7 @@ fn clone_function(
         }
     }
     if let Some(local) = shared {
-        use_function_local(function, text, &local, &rendered, &mut outside);
+        use_function_local(function, text, &local, countdown, &rendered, &mut outside);
         stats.leaf_functions += 1;
     }
     *insertions = outside;
@@ -649,12 +655,13 @@ fn use_function_local(
     function: &Function,
     text: &[u8],
     local: &str,
+    countdown: Countdown,
     regions: &[(usize, usize)],
     insertions: &mut Vec<Insertion>,
 ) {
     let in_region = |start: usize, end: usize| regions.iter().any(|&(s, e)| start >= s && end <= e);
     let returns = return_extents(function);
-    let localiser = Localiser::new(local, &returns);
+    let localiser = Localiser::new(local, &returns, countdown);
     for insertion in insertions.iter_mut() {
         if !insertion.prologue && !in_region(insertion.start, insertion.end) {
             localiser.localise(insertion);
@@ -663,7 +670,7 @@ fn use_function_local(
     for (id, node) in function.nodes.iter().enumerate() {
         if matches!(node.kind, NodeKind::Return)
             && !in_region(node.start, node.end)
-            && let Some(store) = store_before(function, text, id, local)
+            && let Some(store) = store_before(function, text, id, local, countdown)
         {
             insertions.push(store);
         }
@@ -682,13 +689,13 @@ fn use_function_local(
             prologue: true,
             ..Insertion::point(
                 body.start + 1,
-                format!("__extension__ int {};", load_local(local)),
+                format!("__extension__ int {};", countdown.load(local)),
             )
         },
     );
     insertions.push(Insertion::point(
         body.end - 1,
-        format!(" {}; ", store_local(local)),
+        format!(" {}; ", countdown.store(local)),
     ));
 }
 
@@ -715,13 +722,15 @@ struct Localiser<'r> {
     /// The local countdown.
     check: String,
     returns: &'r [(usize, usize)],
+    countdown: Countdown,
 }
 
 impl<'r> Localiser<'r> {
-    fn new(local: &str, returns: &'r [(usize, usize)]) -> Self {
+    fn new(local: &str, returns: &'r [(usize, usize)], countdown: Countdown) -> Self {
         Localiser {
             check: local.to_owned(),
             returns,
+            countdown,
         }
     }
 
@@ -729,7 +738,7 @@ impl<'r> Localiser<'r> {
         if in_return(self.returns, insertion.start, insertion.end) {
             return;
         }
-        let with = |scale| local_check(&self.check, scale);
+        let with = |scale| self.countdown.local_check(&self.check, scale);
         insertion.open = rewrite_checks(&insertion.open, &with);
         insertion.close = rewrite_checks(&insertion.close, &with);
     }
@@ -737,56 +746,129 @@ impl<'r> Localiser<'r> {
 
 /// Jump statement `id` in braces after storing `local` into the global
 /// countdown.
-fn store_before(function: &Function, text: &[u8], id: NodeId, local: &str) -> Option<Insertion> {
+fn store_before(
+    function: &Function,
+    text: &[u8],
+    id: NodeId,
+    local: &str,
+    countdown: Countdown,
+) -> Option<Insertion> {
     let stop = statement_end(function, text, id)?;
     Some(Insertion::wrap(
         function.node(id).start,
         stop,
         0,
-        format!("{{ {}; ", store_local(local)),
+        format!("{{ {}; ", countdown.store(local)),
         " }".to_owned(),
     ))
 }
 
-/// The per-site check on a local countdown `local` of a site of `scale`
-/// (at least 1): the global one is only touched to draw a sample.
-fn local_check(local: &str, scale: u32) -> String {
-    if scale == 1 {
-        format!("(__builtin_expect(--{local} < 0, 0) && {} ? ", draw(local))
-    } else {
-        format!(
-            "(__builtin_expect(({local} -= {scale}) < 0, 0) && {} ? ",
-            draw(local)
-        )
-    }
+/// The flag of a warm function's per-region copy (warm.rs): set in a
+/// sampled call, where every region takes its SLOW copy and every site
+/// observes, and the countdown is left to the calls it makes. Elsewhere
+/// the name is the prelude's enumeration constant 0, which gcc folds away
+/// (an enumeration constant, not a `static` object: C99 inline functions
+/// may refer to it).
+pub(super) const FORCED: &str = "__cbi_forced";
+
+/// How the countdown is read and written in one function's rendering:
+/// `forced`, it honours [`FORCED`] (a function that may be warm). Forced,
+/// a local countdown holds 0 and its draw samples without touching the
+/// global one, so that the FAST loops' and iterations' own tests are the
+/// same instructions as without the flag; only the global tests (regions
+/// across calls) read it at each execution.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Countdown {
+    pub forced: bool,
 }
 
-/// With `-fsample-regions`, the test that chooses FAST for one execution
-/// of a region of `scale` on local countdown `local`: FAST unless the
-/// execution is sampled (the countdown, decremented by the scale, ran out
-/// and the runtime draws it). Scale 0 (a site at rate 1) is never FAST:
-/// a declaration run's flag is then 0, and other regions are their SLOW
-/// copy alone, without a test.
-fn region_test(local: &str, scale: u32) -> String {
-    match scale {
-        0 => "0".to_owned(),
-        s => format!(
-            "__builtin_expect({}, 1) || !{}",
-            region_decrement(local, s),
-            draw(local)
-        ),
+impl Countdown {
+    /// The per-site check on a local countdown `local` of a site of
+    /// `scale` (at least 1): the global one is only touched to draw a
+    /// sample.
+    fn local_check(self, local: &str, scale: u32) -> String {
+        if scale == 1 {
+            format!(
+                "(__builtin_expect(--{local} < 0, 0) && {} ? ",
+                self.draw(local)
+            )
+        } else {
+            format!(
+                "(__builtin_expect(({local} -= {scale}) < 0, 0) && {} ? ",
+                self.draw(local)
+            )
+        }
     }
-}
 
-/// The test of a region that holds weighty calls (`-fsample-across-calls`),
-/// of `scale`: its execution is an event of the global countdown, FAST
-/// unless sampled, as `--cbi_countdown < 0 && cbi_sample()` decides for
-/// a site outside regions (scale 0: never FAST, as [`region_test`]).
-fn global_region_test(scale: u32) -> String {
-    match scale {
-        0 => "0".to_owned(),
-        1 => "__builtin_expect(--cbi_countdown >= 0, 1) || !cbi_sample()".to_owned(),
-        s => format!("__builtin_expect((cbi_countdown -= {s}) >= 0, 1) || !cbi_sample()"),
+    /// With `-fsample-regions`, the test that chooses FAST for one
+    /// execution of a region of `scale` on local countdown `local`: FAST
+    /// unless the execution is sampled (the countdown, decremented by the
+    /// scale, ran out and the runtime draws it). Scale 0 (a site at
+    /// rate 1) is never FAST: a declaration run's flag is then 0, and
+    /// other regions are their SLOW copy alone, without a test.
+    fn region_test(self, local: &str, scale: u32) -> String {
+        match scale {
+            0 => "0".to_owned(),
+            s => format!(
+                "__builtin_expect({}, 1) || !{}",
+                region_decrement(local, s),
+                self.draw(local)
+            ),
+        }
+    }
+
+    /// The test of a region that holds weighty calls
+    /// (`-fsample-across-calls`), of `scale`: its execution is an event of
+    /// the global countdown, FAST unless sampled, as `--cbi_countdown < 0
+    /// && cbi_sample()` decides for a site outside regions (scale 0: never
+    /// FAST, as [`Countdown::region_test`]). Forced, never FAST either.
+    fn global_region_test(self, scale: u32) -> String {
+        let test = match scale {
+            0 => return "0".to_owned(),
+            1 => "__builtin_expect(--cbi_countdown >= 0, 1) || !cbi_sample()".to_owned(),
+            s => format!("__builtin_expect((cbi_countdown -= {s}) >= 0, 1) || !cbi_sample()"),
+        };
+        if self.forced {
+            format!("__builtin_expect(!{FORCED}, 1) && ({test})")
+        } else {
+            test
+        }
+    }
+
+    /// Loads local countdown `local` from the global one (forced: 0).
+    fn load(self, local: &str) -> String {
+        if self.forced {
+            format!("{local} = {FORCED} ? 0 : cbi_countdown")
+        } else {
+            load_local(local)
+        }
+    }
+
+    /// Stores local countdown `local` into the global one (forced: not).
+    fn store(self, local: &str) -> String {
+        if self.forced {
+            format!("({FORCED} ? (void)0 : (void)({}))", store_local(local))
+        } else {
+            store_local(local)
+        }
+    }
+
+    /// Asks the runtime whether the event that brought local countdown
+    /// `local` below zero is sampled, which also draws the next countdown:
+    /// the global countdown is touched only here. Forced, the event is
+    /// sampled and the local goes back to 0, so that the next one is too.
+    fn draw(self, local: &str) -> String {
+        let draw = format!(
+            "({}, cbi_sample() ? ({}, 1) : ({}, 0))",
+            store_local(local),
+            load_local(local),
+            load_local(local)
+        );
+        if self.forced {
+            format!("({FORCED} ? ({local} = 0, 1) : {draw})")
+        } else {
+            draw
+        }
     }
 }
 
@@ -847,18 +929,6 @@ fn load_local(local: &str) -> String {
 /// Stores local countdown `local` into the global one.
 fn store_local(local: &str) -> String {
     format!("cbi_countdown = {local}")
-}
-
-/// Asks the runtime whether the event that brought local countdown
-/// `local` below zero is sampled, which also draws the next countdown:
-/// the global countdown is touched only here.
-fn draw(local: &str) -> String {
-    format!(
-        "({}, cbi_sample() ? ({}, 1) : ({}, 0))",
-        store_local(local),
-        load_local(local),
-        load_local(local)
-    )
 }
 
 /// The loop whose body [`Renderer::piece`] renders: `continue`s that
@@ -1943,6 +2013,9 @@ struct Renderer<'a> {
     /// `-fsample-warm-loops`: the unit's array of loop executions, by
     /// region number ([`Renderer::warm`]).
     warm_counters: Option<&'a str>,
+    /// How its countdown is read and written (forced in a function that
+    /// may be warm).
+    countdown: Countdown,
     /// While a nested loop region's copies are rendered, what each copy
     /// holds of its inner loops.
     nest: RefCell<Option<Nest>>,
@@ -2075,7 +2148,7 @@ impl Renderer<'_> {
     /// What `region` writes back before it is left.
     fn write_back(&self, region: &Region, local: &str) -> String {
         if self.own_local(region) {
-            format!("{}; ", store_local(local))
+            format!("{}; ", self.countdown.store(local))
         } else {
             String::new()
         }
@@ -2116,8 +2189,8 @@ impl Renderer<'_> {
             sites += mark.count;
         }
         (sites >= 2).then(|| match &self.shared {
-            Some(local) => region_test(local, 1),
-            None => global_region_test(1),
+            Some(local) => self.countdown.region_test(local, 1),
+            None => self.countdown.global_region_test(1),
         })
     }
 
@@ -2262,16 +2335,16 @@ impl Renderer<'_> {
         // countdown, so its event is taken there too, as a site outside
         // regions takes its own, and there is nothing to store back.
         let load = if self.own_local(region) {
-            format!("int {local}; {}; ", load_local(&local))
+            format!("int {local}; {}; ", self.countdown.load(&local))
         } else {
             String::new()
         };
         // Per site: FAST when no site can fire before the region ends.
         // Per region: this execution is one event, FAST unless sampled.
         let fast = if self.global(region) {
-            global_region_test(scale)
+            self.countdown.global_region_test(scale)
         } else if self.per_region {
-            region_test(&local, scale)
+            self.countdown.region_test(&local, scale)
         } else {
             format!("__builtin_expect({local} >= {weight}, 1)")
         };
@@ -2321,7 +2394,7 @@ impl Renderer<'_> {
                 // one check.
                 let flag = format!("__cbi_F{number}");
                 if self.own_local(region) {
-                    let _ = write!(out, "__extension__ int {}; ", load_local(&local));
+                    let _ = write!(out, "__extension__ int {}; ", self.countdown.load(&local));
                 }
                 // `int`, not `__builtin_expect`'s `long` (-Wconversion).
                 let fast = if self.per_region {
@@ -2384,7 +2457,7 @@ impl Renderer<'_> {
                         out,
                         " __extension__ __attribute__((__unused__)) int __cbi_W{number} = \
                          ({}, 0);",
-                        store_local(&local)
+                        self.countdown.store(&local)
                     );
                 }
             }
@@ -2405,7 +2478,7 @@ impl Renderer<'_> {
                     Expression::Discarded => (declare, "(void)(".to_owned(), String::new()),
                 };
                 let load = if self.own_local(region) {
-                    format!("{}; ", load_local(&local))
+                    format!("{}; ", self.countdown.load(&local))
                 } else {
                     String::new()
                 };
@@ -2695,7 +2768,7 @@ impl Renderer<'_> {
                 let _ = write!(
                     out,
                     " if (__builtin_expect(!{}, 0)) {{ {}; continue; }}",
-                    draw(local),
+                    self.countdown.draw(local),
                     region_undo(local, scale)
                 );
             } else if copy == Version::Slow && !slow_only {
@@ -3086,7 +3159,7 @@ impl Renderer<'_> {
                 }
             }
         } else if matches!(copy, Version::Slow | Version::Local) {
-            let localiser = Localiser::new(local, &self.returns);
+            let localiser = Localiser::new(local, &self.returns, self.countdown);
             for insertion in own {
                 if insertion.start >= start && insertion.end <= end {
                     let mut insertion = insertion.clone();
@@ -3210,14 +3283,15 @@ impl Renderer<'_> {
                     };
                     if leaves && own_local {
                         insertions.push(
-                            store_before(function, text, id, local)
+                            store_before(function, text, id, local, self.countdown)
                                 .ok_or("statement end not found")?,
                         );
                     }
                 }
                 NodeKind::Return if !self.global(region) => {
                     insertions.push(
-                        store_before(function, text, id, local).ok_or("statement end not found")?,
+                        store_before(function, text, id, local, self.countdown)
+                            .ok_or("statement end not found")?,
                     );
                 }
                 NodeKind::Labelled(Label::Named(name)) => {

@@ -8,19 +8,17 @@
 //!
 //! ```c
 //! static __attribute__((__noinline__)) T F__cbi_slow(PARAMS);
-//! static __attribute__((__noinline__, __cold__)) T F__cbi_whole(PARAMS);
 //! T F(PARAMS) {
 //!     if (__builtin_expect(--cbi_countdown >= 0, 1)
 //!         && __builtin_expect(C[k] >= WARM_EXECUTIONS, 1)) { BODY }
 //!     else return F__cbi_slow(ARGS);
 //! }
 //! static __attribute__((__noinline__)) T F__cbi_slow(PARAMS) {
-//!     if (cbi_countdown < 0 && C[k] >= WARM_EXECUTIONS) {
-//!         if (cbi_sample()) return F__cbi_whole(ARGS);
-//!     } else { ++cbi_countdown; C[k]++; }
+//!     int __cbi_forced = 0;
+//!     if (cbi_countdown < 0 && C[k] >= WARM_EXECUTIONS) __cbi_forced = cbi_sample();
+//!     else { ++cbi_countdown; C[k]++; }
 //!     { REGIONS }
 //! }
-//! static __attribute__((__noinline__, __cold__)) T F__cbi_whole(PARAMS) { ALL SITES }
 //! ```
 //!
 //! `F` takes an event and, while the countdown holds and the function is
@@ -28,17 +26,26 @@
 //! plain function's size for gcc's inliner. Otherwise `F__cbi_slow`
 //! decides from the countdown's sign (the counter is read once either
 //! way, so a thread that warms the function meanwhile changes nothing):
-//! run out and warm, the call's event is drawn, and a sampled call runs
-//! `ALL SITES`, the body with every site observed unconditionally, as a
-//! site at rate 1 is (`-fsampler-rates`); cold, the call gives the event
-//! back, counts itself and runs `REGIONS`, the body as sampler-cc renders
-//! it without the flag (regions, their FAST and SLOW copies, per-site
-//! checks), in a block of its own so that its declarations still come
-//! first, closed where the user's body is. A declined draw runs `REGIONS`
-//! too. For its first [`WARM_EXECUTIONS`](crate::options::WARM_EXECUTIONS) calls in the process the
-//! function so samples exactly as without the flag, event for event;
-//! after them a call is one event, and the thread's countdown is left to
-//! the calls it makes, which take their own events as usual.
+//! run out and warm, the call's event is drawn; cold, the call gives the
+//! event back and counts itself. Either way it runs `REGIONS`, the body
+//! as sampler-cc renders it without the flag (regions, their FAST and
+//! SLOW copies, per-site checks), in a block of its own so that its
+//! declarations still come first, closed where the user's body is. A
+//! sampled call runs it with `__cbi_forced` set (regions.rs, `Countdown`):
+//! every region takes its SLOW copy and every site observes, as a site at
+//! rate 1 does, and no region touches the countdown, so the calls it
+//! makes take their own events from the fresh countdown `cbi_sample`
+//! drew. The flag costs the regions' FAST paths nothing where they count
+//! down a local (it is read when the local is loaded, stored and drawn),
+//! and a test per execution where they count down the global countdown
+//! (regions across calls). A declined draw runs `REGIONS` as usual. For
+//! its first [`WARM_EXECUTIONS`](crate::options::WARM_EXECUTIONS) calls
+//! in the process the function so samples exactly as without the flag,
+//! event for event; after them a call is one event, and the thread's
+//! countdown is left to the calls it makes, which take their own events as
+//! usual. (A sampled call used to run a third copy, `F__cbi_whole`, the
+//! body with every site observed: 75% of the text this form added to
+//! sqlite3.c. The resolver still reads that name, for older builds.)
 //!
 //! So each site keeps probability 1/sparsity per execution (unbiased
 //! counts); once warm, the observations of one call are decided together.
@@ -47,14 +54,14 @@
 //! way, as for warm loops (regions.rs). With a rates file sites have other
 //! scales than the call's event, and functions keep per-region sampling.
 //!
-//! Diagnostics: `F`'s parameter list, its dispatch, its copy of the body
-//! and `F__cbi_whole` are system-header text (but `F`'s opening brace,
+//! Diagnostics: `F`'s parameter list, its dispatch and its copy of the
+//! body are system-header text (but `F`'s opening brace,
 //! where gcc checks what it says of the definition,
 //! `-Wold-style-definition`); `F__cbi_slow`'s parameter list and body are
 //! the user's (its FAST copies system-header text, as without the flag),
 //! so gcc's warnings come once, from it. The copies'
-//! `__func__` and its kin spell `F`'s name. A backtrace through a copy
-//! shows `F__cbi_slow` or `F__cbi_whole`, which the resolver reads as `F`.
+//! `__func__` and its kin spell `F`'s name. A backtrace through the copy
+//! shows `F__cbi_slow`, which the resolver reads as `F`.
 //!
 //! Left as they are: what outline.rs leaves (main, variadic, attributed
 //! and recursive functions, ...), functions with static
@@ -70,11 +77,20 @@ use crate::frontend::{Function, Storage};
 use crate::preprocessed::{LineMap, tokens};
 
 use super::outline::{Declarators, FUNCTION_NAMES, SLOW_SUFFIX, outline};
-use super::regions::{count_execution, duplicable_static, replacement, warmed};
+use super::regions::{FORCED, count_execution, duplicable_static, replacement, warmed};
 use super::{Insertion, emit, padding, rewrite_checks, sampled_check};
 
-/// The suffix of the copy a sampled warm call runs.
-pub(super) const WHOLE_SUFFIX: &str = "__cbi_whole";
+/// [`sampled_check`] of `scale` in the per-region copy: a sampled call
+/// (the flag [`FORCED`] set) observes without taking an event.
+fn forced_check(scale: u32) -> String {
+    let check = sampled_check(scale);
+    match check.strip_prefix('(').and_then(|c| c.strip_suffix(" ? ")) {
+        Some(condition) if scale > 0 => {
+            format!("(__builtin_expect({FORCED}, 0) || ({condition}) ? ")
+        }
+        _ => check,
+    }
+}
 
 /// Rewrites `function`'s `rendered` insertions (its sites and regions)
 /// into the warm form above, counting its calls in `counter`; `sites` are
@@ -162,27 +178,24 @@ pub(super) fn warm_function(
         emit(out, text, map, body.start, body.end, system, insertions)
     };
     let slow_name = format!("{name}{SLOW_SUFFIX}");
-    let whole_name = format!("{name}{WHOLE_SUFFIX}");
     let slow_head = format!(
         "static __attribute__((__noinline__)) {} {slow_name}",
-        outline.specifiers
-    );
-    let whole_head = format!(
-        "static __attribute__((__noinline__, __cold__)) {} {whole_name}",
         outline.specifiers
     );
 
     // Declared before `F`, which calls them, and defined after it.
     let mut declarations = String::new();
-    for head in [&slow_head, &whole_head] {
-        let _ = write!(declarations, "\n{}{head}", system_marker(function.start)?);
-        if outline.declarations_end.is_some() {
-            declarations.push_str("()");
-        } else {
-            parameters(&mut declarations, true)?;
-        }
-        declarations.push_str(";\n");
+    let _ = write!(
+        declarations,
+        "\n{}{slow_head}",
+        system_marker(function.start)?
+    );
+    if outline.declarations_end.is_some() {
+        declarations.push_str("()");
+    } else {
+        parameters(&mut declarations, true)?;
     }
+    declarations.push_str(";\n");
 
     // `F`: the dispatch and the plain body, system-header text.
     let arguments = outline.arguments.join(", ");
@@ -214,17 +227,27 @@ pub(super) fn warm_function(
     parameters(&mut dispatch, false)?;
     // `F` took an event when its countdown was not negative, or when it
     // ran out (and `F` did not read the counter then): a warm call draws,
-    // a cold one gives the event back.
+    // and a sampled one forces every region; a cold one gives the event
+    // back.
     let _ = write!(
         dispatch,
-        "\n{}{{ if (__builtin_expect(cbi_countdown < 0, 0) && {}) \
-         {{ if (cbi_sample()) {} }} else {{ ++cbi_countdown; {} }}",
+        "\n{}{{ int {FORCED} = 0; if (__builtin_expect(cbi_countdown < 0, 0) && {}) \
+         {FORCED} = cbi_sample(); else {{ ++cbi_countdown; {} }}",
         system_marker(body.start)?,
         warmed(counter),
-        call(&whole_name),
         count_execution(counter)
     );
-    body_copy(&mut dispatch, false, named(std::mem::take(rendered)))?;
+    // The sites outside regions (and in `return`s of a leaf function)
+    // check the global countdown: forced, they observe without it.
+    let forced: Vec<Insertion> = std::mem::take(rendered)
+        .into_iter()
+        .map(|i| Insertion {
+            open: rewrite_checks(&i.open, &forced_check),
+            close: rewrite_checks(&i.close, &forced_check),
+            ..i
+        })
+        .collect();
+    body_copy(&mut dispatch, false, named(forced))?;
     let brace = body.end - 1;
     let _ = write!(
         dispatch,
@@ -233,25 +256,6 @@ pub(super) fn warm_function(
         padding(text, map, brace)
     );
 
-    // `F__cbi_whole`: every site observed, system-header text.
-    let _ = write!(dispatch, "\n{}{whole_head}", system_marker(function.start)?);
-    parameters(&mut dispatch, true)?;
-    let always = |scale| {
-        let _ = scale;
-        sampled_check(0)
-    };
-    let mut whole: Vec<Insertion> = named(
-        sites
-            .iter()
-            .map(|i| Insertion {
-                open: rewrite_checks(&i.open, &always),
-                close: rewrite_checks(&i.close, &always),
-                ..i.clone()
-            })
-            .collect(),
-    );
-    whole.extend(as_system());
-    body_copy(&mut dispatch, true, whole)?;
     dispatch.push('\n');
 
     let mut system_parameters = String::new();

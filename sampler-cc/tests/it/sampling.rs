@@ -348,6 +348,10 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     let counted = nested("4 counted (4 with the plain loop), 4 unrolled, ");
     let unrolled = nested("8 unrolled, ");
     let unsplit = nested("");
+    // Warm functions: the same regions, in the copy that their first
+    // calls, their cold ones and their sampled ones (every region forced)
+    // run.
+    let warm = format!("{counted}, 5 warm functions (2 not: 1 main, 1 static local)");
     // Small loops whole: runs hold them, and a loop with only small loops
     // inside is innermost.
     let whole_loops = "14 cloned (13 runs of which 1 across calls, 1 loops of which 1 across calls, \
@@ -363,6 +367,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
         ("-fno-sample-counted-loops", unrolled.as_str()),
         ("-fno-sample-split-loops", unsplit.as_str()),
         ("-fsample-whole-loops", whole_loops),
+        ("-fsample-warm-functions", warm.as_str()),
     ] {
         sampled_tricky_is_equivalent(&lab, form, stats, &warnings, &expected, &exact);
     }
@@ -597,6 +602,20 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
     lab.cc(&args);
     let output = lab.run("exact", &[], "exact-report", &[]);
     let exact = counters(&lab.resolve("exact-report", &["exact"]));
+    let in_calls = events_per_shapes_call(&lab);
+    // All of `shapes`' own events are in those calls.
+    let mut own = 0;
+    for (site, all) in exact
+        .iter()
+        .filter(|(site, _)| site.split('\t').nth(3) == Some("shapes"))
+    {
+        for (index, &events) in all.iter().enumerate() {
+            let total = in_calls.total(|n| in_calls.events(site, n, index));
+            assert_eq!(total, events as f64, "{site} counter {index}");
+            own += 1;
+        }
+    }
+    assert_eq!(own, 395);
 
     for (build, extra) in [
         ("per-region", "-fclone-regions"),
@@ -605,6 +624,8 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
         ("within-calls", "-fno-sample-across-calls"),
         ("per-site", "-fsample-sites"),
         ("unclone", "-fno-clone-regions"),
+        // Once warm, a sampled call forces every region of its copy.
+        ("warm-functions", "-fsample-warm-functions"),
     ] {
         let mut args = common.to_vec();
         args.extend([extra, "-o", build]);
@@ -628,23 +649,35 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
         // Observed ~ Binomial(events, 1/100), within 5 standard deviations
         // where the normal approximation holds (20 expected or more); the
         // counters with fewer events, whose tails are skewed, are checked
-        // together.
-        let within = |seen: f64, events: f64| {
-            let (mean, sigma) = (events / 100.0, (events * 0.01 * 0.99).sqrt());
+        // together. Warm, a call of `shapes` is observed whole or not at
+        // all: a counter is a sum of its events per call, each sum taken
+        // with probability 1/100, whose variance p(1 - p)·Σ x² is larger
+        // than the binomial's p(1 - p)·Σ x by Σ x² - Σ x (`excess`).
+        let warm = build == "warm-functions";
+        let within = |seen: f64, events: f64, excess: f64| {
+            let excess = if warm { excess } else { 0.0 };
+            let (mean, sigma) = (events / 100.0, ((events + excess) * 0.01 * 0.99).sqrt());
             (seen - mean).abs() <= 5.0 * sigma
         };
+        let runs_f = runs as f64;
         let (mut checked, mut few_events, mut few_seen) = (0, 0.0, 0.0);
+        let mut few_calls = vec![0.0; in_calls.calls.len()];
         for (site, all) in &exact {
             for (index, &events) in all.iter().enumerate() {
                 let events = (runs * events) as f64;
                 let seen = observed[site][index] as f64;
+                let per_call = |n: usize| in_calls.events(site, n, index);
                 if events < 2000.0 {
                     few_events += events;
                     few_seen += seen;
+                    for (n, sum) in few_calls.iter_mut().enumerate() {
+                        *sum += per_call(n);
+                    }
                     continue;
                 }
+                let excess = runs_f * in_calls.excess(per_call);
                 assert!(
-                    within(seen, events),
+                    within(seen, events, excess),
                     "{build}: {site} counter {index}: {seen} observed of {events} events"
                 );
                 if events >= 300_000.0 {
@@ -652,13 +685,85 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
                 }
             }
         }
+        let few_excess = runs_f * in_calls.excess(|n| few_calls[n]);
         assert!(
-            within(few_seen, few_events),
+            within(few_seen, few_events, few_excess),
             "{build}: {few_seen} observed of {few_events} events on counters with few events"
         );
         // The many-event counters, where a bias would show, are all there.
         assert_eq!(checked, 138, "{build}");
     }
+}
+
+/// What one call of SHAPES's `shapes(n, data)` counts, for each `n` it is
+/// called with, and how often a run of SHAPES calls it with each.
+struct ShapesCalls {
+    /// By `n`: the counters of one call (its callees' included).
+    events: Vec<BTreeMap<String, Vec<u64>>>,
+    /// By `n`: the calls of one run (`main`'s and its four threads').
+    calls: Vec<u64>,
+}
+
+impl ShapesCalls {
+    fn events(&self, site: &str, n: usize, index: usize) -> f64 {
+        self.events[n]
+            .get(site)
+            .map_or(0.0, |values| values[index] as f64)
+    }
+
+    /// Σ x over one run's calls, `x(n)` the events of a call with `n`.
+    fn total(&self, x: impl Fn(usize) -> f64) -> f64 {
+        (self.calls.iter().enumerate())
+            .map(|(n, &calls)| calls as f64 * x(n))
+            .sum()
+    }
+
+    /// Σ x² - Σ x over one run's calls, `x(n)` the events of a call with `n`.
+    fn excess(&self, x: impl Fn(usize) -> f64) -> f64 {
+        (self.calls.iter().enumerate())
+            .map(|(n, &calls)| calls as f64 * (x(n) * x(n) - x(n)))
+            .sum()
+    }
+}
+
+/// Counts each call of `shapes` alone: SHAPES with a `main` that calls
+/// it once, built with `-fno-sample` (the sites of SHAPES keep their
+/// numbers: they come first in the unit).
+fn events_per_shapes_call(lab: &Lab) -> ShapesCalls {
+    lab.write(
+        "one_call.c",
+        "#define main shapes_main\n#include \"shapes.c\"\n#undef main\n\
+         int main(int argc, char **argv)\n{\n    (void)argc;\n\
+         for (int i = 0; i < 64; i++)\n        data[i] = i * 37 % 101;\n\
+         printf(\"%d\\n\", shapes(atoi(argv[1]), data));\n    return 0;\n}\n",
+    );
+    lab.cc(&[
+        "-fsampler-scheme=branches",
+        "-fsampler-scheme=returns",
+        "-fsampler-scheme=scalar-pairs",
+        "-fno-sample",
+        "-O2",
+        "-pthread",
+        "one_call.c",
+        "-o",
+        "one-call",
+    ]);
+    let events = (0..37)
+        .map(|n| {
+            lab.run("one-call", &[&n.to_string()], "one-call-report", &[]);
+            counters(&lab.resolve("one-call-report", &["one-call"]))
+        })
+        .collect();
+    // `main` calls it for every fourth of its 100,000 rounds, thread t
+    // for every sixteenth of its 100,000 + 1,000·t.
+    let mut calls = vec![0; 37];
+    (0..100_000).step_by(4).for_each(|i| calls[i % 37] += 1);
+    for t in 0..4 {
+        (0..100_000 + t * 1000)
+            .step_by(16)
+            .for_each(|i| calls[i % 37] += 1);
+    }
+    ShapesCalls { events, calls }
 }
 
 /// Four regions of two sites or more: a run in a leaf function,
