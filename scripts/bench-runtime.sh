@@ -27,7 +27,7 @@
 #                    compile error instead of working around it (see below)
 #   --form NAME=FLAGS  also build and measure a sampled form NAME: the
 #                    sampled form's flags plus FLAGS (e.g. --form
-#                    "warmf=-fsample-warm-functions"), run at sparsities 100
+#                    "regions=-fno-sample-warm-functions"), run at sparsities 100
 #                    and 1000 as NAME-100 and NAME-1000, side by side with
 #                    the others (repeatable; NAME: letters, digits, _)
 #

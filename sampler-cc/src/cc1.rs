@@ -242,7 +242,8 @@ fn instrument_file(
                 .collect()
         };
         let reasons = counted(&regions.fell_back);
-        // Only with -fsample-warm-functions: the line is otherwise as before.
+        // Only where warm functions are made (the default, per region):
+        // the line is otherwise as before.
         let warm = if regions.warm_functions + regions.cold_functions.len() > 0 {
             let cold = counted(&regions.cold_functions);
             format!(

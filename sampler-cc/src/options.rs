@@ -50,7 +50,7 @@ pub struct Options {
     pub sample_warm_loops: bool,
     /// With `sample_regions`, a function runs per region for its first
     /// [`WARM_EXECUTIONS`] calls in the process, then its plain body with
-    /// one event per call (`-fsample-warm-functions`; off by default).
+    /// one event per call (`-fsample-warm-functions`, default).
     pub sample_warm_functions: bool,
     /// With `sample_regions`, a loop region's FAST iterations run in a
     /// loop of their own, without the draw's call (`-fsample-split-loops`,
@@ -131,7 +131,7 @@ impl Default for Options {
             sample_regions: true,
             sample_whole_loops: false,
             sample_warm_loops: false,
-            sample_warm_functions: false,
+            sample_warm_functions: true,
             sample_split_loops: true,
             sample_counted_loops: true,
             sample_counted_plain_loops: true,
@@ -529,7 +529,7 @@ pub const FLAGS: &[FlagGroup] = &[
         ],
         meaning: "with -fsample-regions: a function samples per region for its first 1024 \
                   calls in the process, then runs its plain body with one decision per call, \
-                  every site of a sampled call observed; or per region always (default)",
+                  every site of a sampled call observed (default); or per region always",
     },
     FlagGroup {
         flags: &[valued("-fsampler-rates=", "FILE", |o, v| {

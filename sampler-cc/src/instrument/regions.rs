@@ -370,8 +370,9 @@ pub(super) fn clone_regions(
     warm_counters: &str,
 ) {
     let warm = forms.per_region && forms.warm_functions;
-    // The sites' own insertions, for the copy observing them all.
+    // The sites' own insertions, for the warm form's checks.
     let sites = if warm { insertions.clone() } else { Vec::new() };
+    let may_warm = warm && super::warm::eligible(function, text, map, &sites).is_ok();
     let rendered = clone_function(
         function,
         text,
@@ -379,6 +380,7 @@ pub(super) fn clone_regions(
         marks,
         is_weighty,
         forms,
+        may_warm,
         insertions,
         next_region,
         stats,
@@ -404,12 +406,13 @@ pub(super) fn clone_regions(
 enum Rendered {
     /// Its regions and sites, each region one event.
     Regions,
-    /// One lone run, one event per call.
+    /// One event per call: one lone run, or one site and no region.
     Lone,
 }
 
 /// [`clone_regions`] without the warm form: `None` for a function that
-/// cannot be cloned (its sites keep their own checks).
+/// cannot be cloned (its sites keep their own checks). `may_warm`: the
+/// function may take the warm form (warm.rs), for which it is rendered.
 #[allow(clippy::too_many_arguments)]
 fn clone_function(
     function: &Function,
@@ -418,6 +421,7 @@ fn clone_function(
     marks: &[Mark],
     is_weighty: &dyn Fn(&Call) -> bool,
     forms: Forms,
+    may_warm: bool,
     insertions: &mut Vec<Insertion>,
     next_region: &mut usize,
     stats: &mut RegionStats,
@@ -450,7 +454,7 @@ fn clone_function(
     // A function that may take the warm form renders the copy its sampled
     // calls run, every region forced (warm.rs); a lone run never does.
     let countdown = Countdown {
-        forced: forms.per_region && forms.warm_functions && !lone,
+        forced: may_warm && !lone,
     };
     let outlined = match planner.regions.first() {
         Some(region) if lone && forms.outlined_functions => {
@@ -472,7 +476,14 @@ fn clone_function(
         format!("__cbi_L{}", *next_region - 1)
     });
     if planner.regions.is_empty() && shared.is_none() {
-        return Some(Rendered::Regions);
+        // Its sites keep their own checks: one site is one event per call
+        // already.
+        let sites: u32 = marks.iter().map(|mark| mark.count).sum();
+        return Some(if sites <= 1 {
+            Rendered::Lone
+        } else {
+            Rendered::Regions
+        });
     }
     // A nested loop region's copies hold the regions of its inner loops:
     // sorted by start (outer first), they follow it.

@@ -14,7 +14,7 @@
 //!     else return F__cbi_slow(ARGS);
 //! }
 //! static __attribute__((__noinline__)) T F__cbi_slow(PARAMS) {
-//!     int __cbi_forced = 0;
+//!     volatile int __cbi_forced = 0;
 //!     if (cbi_countdown < 0 && C[k] >= WARM_EXECUTIONS) __cbi_forced = cbi_sample();
 //!     else { ++cbi_countdown; C[k]++; }
 //!     { REGIONS }
@@ -35,7 +35,10 @@
 //! every region takes its SLOW copy and every site observes, as a site at
 //! rate 1 does, and no region touches the countdown, so the calls it
 //! makes take their own events from the fresh countdown `cbi_sample`
-//! drew. The flag costs the regions' FAST paths nothing where they count
+//! drew. The flag is `volatile`: gcc would otherwise thread jumps on it
+//! and copy the user's code between two of its tests, and warn twice on
+//! what it copied (`-Wmaybe-uninitialized`). It costs the regions' FAST
+//! paths nothing where they count
 //! down a local (it is read when the local is loaded, stored and drawn),
 //! and a test per execution where they count down the global countdown
 //! (regions across calls). A declined draw runs `REGIONS` as usual. For
@@ -64,19 +67,21 @@
 //! shows `F__cbi_slow`, which the resolver reads as `F`.
 //!
 //! Left as they are: what outline.rs leaves (main, variadic, attributed
-//! and recursive functions, ...), functions with static
+//! and recursive functions, ...), functions that call a function declared
+//! implicitly (gcc warns at the first call only, which would be the plain
+//! body's, in system-header text), functions with static
 //! locals that cannot be duplicated (each copy would have its own),
 //! functions whose sites reach outside the body or begin or end on a
-//! `__func__`, and lone runs, which take one event per call already
-//! (regions.rs). K&R definitions are taken: the copies repeat the
+//! `__func__`, and lone runs and functions of one site and no region,
+//! which take one event per call already (regions.rs). K&R definitions are taken: the copies repeat the
 //! parameters' declarations and are declared without a prototype.
 
 use std::fmt::Write as _;
 
-use crate::frontend::{Function, Storage};
+use crate::frontend::{Function, NodeKind, Storage};
 use crate::preprocessed::{LineMap, tokens};
 
-use super::outline::{Declarators, FUNCTION_NAMES, SLOW_SUFFIX, outline};
+use super::outline::{Declarators, FUNCTION_NAMES, Outline, SLOW_SUFFIX, outline};
 use super::regions::{FORCED, count_execution, duplicable_static, replacement, warmed};
 use super::{Insertion, emit, padding, rewrite_checks, sampled_check};
 
@@ -92,6 +97,66 @@ fn forced_check(scale: u32) -> String {
     }
 }
 
+/// Whether `function`, whose sites' own insertions are `sites`, can take
+/// the warm form, as far as can be told before its regions are rendered
+/// (which [`warm_function`] then checks again, with them), or why not.
+pub(super) fn eligible(
+    function: &Function,
+    text: &[u8],
+    map: &LineMap,
+    sites: &[Insertion],
+) -> Result<Outline, &'static str> {
+    checked(function, text, map, sites, &[])
+}
+
+/// [`eligible`] with the rendered insertions `rendered` too.
+fn checked(
+    function: &Function,
+    text: &[u8],
+    map: &LineMap,
+    sites: &[Insertion],
+    rendered: &[Insertion],
+) -> Result<Outline, &'static str> {
+    let outline = outline(function, text, map, Declarators::KAndR)?;
+    if function
+        .locals
+        .iter()
+        .any(|v| v.storage == Storage::StaticLocal && !duplicable_static(function, text, v))
+    {
+        return Err("static local");
+    }
+    // gcc says "implicit declaration" at the first call only, which would
+    // be the plain body's, in system-header text.
+    if (function.nodes.iter())
+        .any(|node| matches!(&node.kind, NodeKind::Call(call) if call.implicit))
+    {
+        return Err("implicit declaration");
+    }
+    let body = function.node(function.body);
+    if sites.is_empty() {
+        return Err("no sites");
+    }
+    if sites
+        .iter()
+        .chain(rendered)
+        .any(|i| i.start <= body.start || i.end >= body.end)
+    {
+        return Err("sites outside the body");
+    }
+    // A site's code that begins or ends on `__func__` would meet its
+    // replacement at the same offset.
+    let touches = |&name: &(usize, usize)| {
+        sites
+            .iter()
+            .chain(rendered)
+            .any(|i| !i.replace && i.meets(name))
+    };
+    if outline.function_names.iter().any(touches) {
+        return Err("a site at __func__");
+    }
+    Ok(outline)
+}
+
 /// Rewrites `function`'s `rendered` insertions (its sites and regions)
 /// into the warm form above, counting its calls in `counter`; `sites` are
 /// its sites' own insertions, before regions were made of them. Leaves
@@ -104,36 +169,8 @@ pub(super) fn warm_function(
     rendered: &mut Vec<Insertion>,
     counter: &str,
 ) -> Result<(), &'static str> {
-    let outline = outline(function, text, map, Declarators::KAndR)?;
-    if function
-        .locals
-        .iter()
-        .any(|v| v.storage == Storage::StaticLocal && !duplicable_static(function, text, v))
-    {
-        return Err("static local");
-    }
+    let outline = checked(function, text, map, sites, rendered)?;
     let body = function.node(function.body);
-    if sites.is_empty() {
-        return Err("no sites");
-    }
-    if sites
-        .iter()
-        .chain(rendered.iter())
-        .any(|i| i.start <= body.start || i.end >= body.end)
-    {
-        return Err("sites outside the body");
-    }
-    // A site's code that begins or ends on `__func__` would meet its
-    // replacement at the same offset.
-    let touches = |&name: &(usize, usize)| {
-        sites
-            .iter()
-            .chain(rendered.iter())
-            .any(|i| !i.replace && i.meets(name))
-    };
-    if outline.function_names.iter().any(touches) {
-        return Err("a site at __func__");
-    }
     let name = &function.name;
     let quoted = format!("\"{name}\"");
     // The copies name their function as `F` does.
@@ -231,7 +268,7 @@ pub(super) fn warm_function(
     // back.
     let _ = write!(
         dispatch,
-        "\n{}{{ int {FORCED} = 0; if (__builtin_expect(cbi_countdown < 0, 0) && {}) \
+        "\n{}{{ volatile int {FORCED} = 0; if (__builtin_expect(cbi_countdown < 0, 0) && {}) \
          {FORCED} = cbi_sample(); else {{ ++cbi_countdown; {} }}",
         system_marker(body.start)?,
         warmed(counter),
