@@ -14,7 +14,7 @@
 //!     else return F__cbi_slow(ARGS);
 //! }
 //! static __attribute__((__noinline__)) T F__cbi_slow(PARAMS) {
-//!     volatile int __cbi_forced = 0;
+//!     int __cbi_forced = 0;
 //!     if (cbi_countdown < 0 && C[k] >= WARM_EXECUTIONS) __cbi_forced = cbi_sample();
 //!     else { ++cbi_countdown; C[k]++; }
 //!     { REGIONS }
@@ -35,10 +35,7 @@
 //! every region takes its SLOW copy and every site observes, as a site at
 //! rate 1 does, and no region touches the countdown, so the calls it
 //! makes take their own events from the fresh countdown `cbi_sample`
-//! drew. The flag is `volatile`: gcc would otherwise thread jumps on it
-//! and copy the user's code between two of its tests, and warn twice on
-//! what it copied (`-Wmaybe-uninitialized`). It costs the regions' FAST
-//! paths nothing where they count
+//! drew. It costs the regions' FAST paths nothing where they count
 //! down a local (it is read when the local is loaded, stored and drawn),
 //! and a test per execution where they count down the global countdown
 //! (regions across calls). A declined draw runs `REGIONS` as usual. For
@@ -86,13 +83,19 @@ use super::regions::{FORCED, count_execution, duplicable_static, replacement, wa
 use super::{Insertion, emit, padding, rewrite_checks, sampled_check};
 
 /// [`sampled_check`] of `scale` in the per-region copy: a sampled call
-/// (the flag [`FORCED`] set) observes without taking an event.
+/// (the flag [`FORCED`] set) observes without taking an event. The flag
+/// is read through an empty `asm` that gcc cannot see through: threading
+/// jumps on it would copy the user's code between two such checks, and
+/// gcc would warn twice on what it copied (`-Wmaybe-uninitialized`; seen
+/// on the drop-in test's `warn.c`). The regions' tests read it plainly:
+/// there gcc may thread the flag out of their FAST paths.
 fn forced_check(scale: u32) -> String {
     let check = sampled_check(scale);
     match check.strip_prefix('(').and_then(|c| c.strip_suffix(" ? ")) {
-        Some(condition) if scale > 0 => {
-            format!("(__builtin_expect({FORCED}, 0) || ({condition}) ? ")
-        }
+        Some(condition) if scale > 0 => format!(
+            "(__builtin_expect(__extension__ ({{ int __cbi_f = {FORCED}; \
+             __asm__(\"\" : \"+r\"(__cbi_f)); __cbi_f; }}), 0) || ({condition}) ? "
+        ),
         _ => check,
     }
 }
@@ -268,7 +271,7 @@ pub(super) fn warm_function(
     // back.
     let _ = write!(
         dispatch,
-        "\n{}{{ volatile int {FORCED} = 0; if (__builtin_expect(cbi_countdown < 0, 0) && {}) \
+        "\n{}{{ int {FORCED} = 0; if (__builtin_expect(cbi_countdown < 0, 0) && {}) \
          {FORCED} = cbi_sample(); else {{ ++cbi_countdown; {} }}",
         system_marker(body.start)?,
         warmed(counter),
