@@ -369,10 +369,11 @@ pub(super) fn clone_regions(
     in_regions: &mut Vec<(usize, u32)>,
     warm_counters: &str,
 ) {
-    let warm = forms.per_region && forms.warm_functions;
-    // The sites' own insertions, for the warm form's checks.
-    let sites = if warm { insertions.clone() } else { Vec::new() };
-    let may_warm = warm && super::warm::eligible(function, text, map, &sites).is_ok();
+    // Whether the function can take the warm form, as far as its sites
+    // tell, before its regions are rendered (for it, when it can).
+    let eligible = (forms.per_region && forms.warm_functions)
+        .then(|| super::warm::eligible(function, text, map, insertions));
+    let may_warm = matches!(eligible, Some(Ok(_)));
     let rendered = clone_function(
         function,
         text,
@@ -388,11 +389,17 @@ pub(super) fn clone_regions(
         warm_counters,
     );
     // A lone run already takes one event per call.
-    if !(warm && rendered == Some(Rendered::Regions)) || insertions.is_empty() {
+    let Some(eligible) = eligible else {
+        return;
+    };
+    if rendered != Some(Rendered::Regions) || insertions.is_empty() {
         return;
     }
     let counter = format!("{warm_counters}[{}]", *next_region);
-    match super::warm::warm_function(function, text, map, &sites, insertions, &counter) {
+    let warm = eligible.and_then(|outline| {
+        super::warm::warm_function(function, text, map, outline, insertions, &counter)
+    });
+    match warm {
         Ok(()) => {
             *next_region += 1;
             stats.warm_functions += 1;

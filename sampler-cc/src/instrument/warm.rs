@@ -70,8 +70,9 @@
 //! locals that cannot be duplicated (each copy would have its own),
 //! functions whose sites reach outside the body or begin or end on a
 //! `__func__`, and lone runs and functions of one site and no region,
-//! which take one event per call already (regions.rs). K&R definitions are taken: the copies repeat the
-//! parameters' declarations and are declared without a prototype.
+//! which take one event per call already (regions.rs). K&R definitions
+//! are taken: the copies repeat the parameters' declarations and are
+//! declared without a prototype.
 
 use std::fmt::Write as _;
 
@@ -102,23 +103,13 @@ fn forced_check(scale: u32) -> String {
 
 /// Whether `function`, whose sites' own insertions are `sites`, can take
 /// the warm form, as far as can be told before its regions are rendered
-/// (which [`warm_function`] then checks again, with them), or why not.
+/// (which [`warm_function`] then checks with them), or why not; its
+/// outline when it can.
 pub(super) fn eligible(
     function: &Function,
     text: &[u8],
     map: &LineMap,
     sites: &[Insertion],
-) -> Result<Outline, &'static str> {
-    checked(function, text, map, sites, &[])
-}
-
-/// [`eligible`] with the rendered insertions `rendered` too.
-fn checked(
-    function: &Function,
-    text: &[u8],
-    map: &LineMap,
-    sites: &[Insertion],
-    rendered: &[Insertion],
 ) -> Result<Outline, &'static str> {
     let outline = outline(function, text, map, Declarators::KAndR)?;
     if function
@@ -135,44 +126,50 @@ fn checked(
     {
         return Err("implicit declaration");
     }
-    let body = function.node(function.body);
     if sites.is_empty() {
         return Err("no sites");
     }
-    if sites
+    fits(function, &outline, sites)?;
+    Ok(outline)
+}
+
+/// Whether `insertions` (a function's sites, or its rendering) lie in the
+/// body of `function` (outline `outline`), none beginning or ending on a
+/// `__func__`, or why not.
+fn fits(
+    function: &Function,
+    outline: &Outline,
+    insertions: &[Insertion],
+) -> Result<(), &'static str> {
+    let body = function.node(function.body);
+    if insertions
         .iter()
-        .chain(rendered)
         .any(|i| i.start <= body.start || i.end >= body.end)
     {
         return Err("sites outside the body");
     }
     // A site's code that begins or ends on `__func__` would meet its
     // replacement at the same offset.
-    let touches = |&name: &(usize, usize)| {
-        sites
-            .iter()
-            .chain(rendered)
-            .any(|i| !i.replace && i.meets(name))
-    };
+    let touches = |&name: &(usize, usize)| insertions.iter().any(|i| !i.replace && i.meets(name));
     if outline.function_names.iter().any(touches) {
         return Err("a site at __func__");
     }
-    Ok(outline)
+    Ok(())
 }
 
 /// Rewrites `function`'s `rendered` insertions (its sites and regions)
-/// into the warm form above, counting its calls in `counter`; `sites` are
-/// its sites' own insertions, before regions were made of them. Leaves
-/// `rendered` as it is and says why when it cannot.
+/// into the warm form above, counting its calls in `counter`; `outline`:
+/// what [`eligible`] found of it. Leaves `rendered` as it is and says why
+/// when it cannot.
 pub(super) fn warm_function(
     function: &Function,
     text: &[u8],
     map: &LineMap,
-    sites: &[Insertion],
+    outline: Outline,
     rendered: &mut Vec<Insertion>,
     counter: &str,
 ) -> Result<(), &'static str> {
-    let outline = checked(function, text, map, sites, rendered)?;
+    fits(function, &outline, rendered)?;
     let body = function.node(function.body);
     let name = &function.name;
     let quoted = format!("\"{name}\"");
