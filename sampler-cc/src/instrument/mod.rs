@@ -691,7 +691,7 @@ impl Context<'_> {
         let table = format!("{}_{}", self.prefix, symbol(scheme));
         if self.options.sample {
             return format!(
-                "{}_count({table}[{id}], {}, {id}, (unsigned int)({selector}))",
+                "{}_count(&{table}[{id}][(unsigned int)({selector})], {})",
                 self.prefix,
                 self.table_index(scheme)
             );
@@ -1020,16 +1020,28 @@ impl Context<'_> {
             // weak, so always atomic on a libc without it): a locked add
             // costs about 20 cycles, and a sampled region execution
             // observes all its sites (perf: the helper was 4.5% of a
-            // sampled bc's time).
+            // sampled bc's time). The common case (one thread, no ring)
+            // is the helper's first test; the call passes the counter and
+            // the scheme only, and the traced path finds the site and slot
+            // from the counter's place in the scheme's table. Arguments
+            // were a third of an observation's instructions (the row, the
+            // scheme, the site, the slot, then the helper's moves).
             let _ = writeln!(
                 out,
-                "{helper} {prefix}_count(unsigned long long *row, unsigned int scheme, \
-                 unsigned int site, unsigned int slot) \
-                 {{ if (&__cbi_single_threaded != 0 && __cbi_single_threaded) row[slot]++; \
-                 else __atomic_fetch_add(&row[slot], 1ULL, 0); \
+                "{helper} {prefix}_count_slowly(unsigned long long *counter, unsigned int scheme) \
+                 {{ if (&__cbi_single_threaded != 0 && __cbi_single_threaded) ++*counter; \
+                 else __atomic_fetch_add(counter, 1ULL, 0); \
                  void *ring = cbi_traceRing; \
-                 if (__builtin_expect(ring != 0, 0)) \
-                 __cbi_trace_record(ring, cbi_sampledEvents, &{prefix}_schemes[scheme], site, slot); }}"
+                 if (__builtin_expect(ring != 0, 0)) {{ \
+                 unsigned long long index = (unsigned long long)(counter - \
+                 (unsigned long long *){prefix}_schemes[scheme].values); \
+                 unsigned int arity = {prefix}_schemes[scheme].arity; \
+                 __cbi_trace_record(ring, cbi_sampledEvents, &{prefix}_schemes[scheme], \
+                 (unsigned int)(index / arity), (unsigned int)(index % arity)); }} }}\n\
+                 {helper} {prefix}_count(unsigned long long *counter, unsigned int scheme) \
+                 {{ if (__builtin_expect(&__cbi_single_threaded != 0 && __cbi_single_threaded \
+                 && cbi_traceRing == 0, 1)) ++*counter; \
+                 else {prefix}_count_slowly(counter, scheme); }}"
             );
         }
         let _ = writeln!(
