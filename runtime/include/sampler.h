@@ -235,6 +235,19 @@ extern __thread unsigned long long cbi_sampledEvents __attribute__((__tls_model_
 void cbi_traceRecord(void *ring, unsigned long long event, const struct cbi_scheme_sites *scheme,
                      uint32_t site, uint32_t slot);
 
+/* Points at a byte that is nonzero while instrumented code may add one to
+ * a counter with a plain increment: the process has one thread and
+ * tracing is off (glibc's __libc_single_threaded, once the runtime has
+ * started; a constant 0 before, with SAMPLER_TRACE, and on a libc without
+ * that variable). Otherwise counts must be atomic and observations handed
+ * to cbi_traceRecord. sampler-cc's count helper:
+ *
+ *     if (*__atomic_load_n(&cbi_plainCounts, __ATOMIC_RELAXED)) ++*counter;
+ *     else slow_path(counter, scheme);
+ *
+ * Never write it. */
+extern const char *cbi_plainCounts;
+
 #ifdef __cplusplus
 }
 #endif

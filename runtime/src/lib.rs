@@ -95,6 +95,7 @@ fn initialise() -> Runtime {
         crash::install();
     }
     sys::at_fork_child(countdown::after_fork_in_child);
+    trace::start_plain_counts();
     Runtime {
         generator: Generator::new(config.sampling),
         seed: config.seed,

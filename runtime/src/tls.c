@@ -90,6 +90,29 @@ void cbi_traceObserve(const struct cbi_scheme_sites *scheme, uint32_t site, uint
         cbi_traceRecord(ring, cbi_sampledEvents, scheme, site, slot);
 }
 
+/* Whether instrumented code may add one to a counter with a plain
+ * increment: sampler-cc's count helper reads the byte this points at.
+ * It is glibc's __libc_single_threaded (nonzero while the process has one
+ * thread; glibc clears it before a second thread starts) once the runtime
+ * has started without tracing, and a constant 0 before that, with
+ * tracing (every observation then takes the helper's traced path, which
+ * tests the thread's ring) and on a libc without the variable (always
+ * atomic). One load through this pointer replaces the helper's tests of
+ * the weak symbol and of the thread's ring: an observation at sparsity
+ * 100 is a tenth of a sampled bc's instructions. Written once, at
+ * start-up, before the runtime returns from its first cbi_sample. */
+static const char cbi__never_plain = 0;
+extern char __libc_single_threaded __attribute__((weak));
+const char *cbi_plainCounts = &cbi__never_plain;
+
+void cbi__plain_counts_start(int tracing) __attribute__((visibility("hidden")));
+
+void cbi__plain_counts_start(int tracing)
+{
+    if (!tracing && &__libc_single_threaded != 0)
+        __atomic_store_n(&cbi_plainCounts, &__libc_single_threaded, __ATOMIC_RELEASE);
+}
+
 /* Sets the calling thread's ring (trace.rs: at its first event, and null
  * at its exit). */
 void cbi__trace_set_ring(void *ring) __attribute__((visibility("hidden")));

@@ -130,6 +130,16 @@ unsafe extern "C" {
     /// `tls.c`: sets the calling thread's ring for `cbi_traceObserve`,
     /// an opaque pointer there.
     fn cbi__trace_set_ring(ring: *const std::ffi::c_void);
+    /// `tls.c`: lets instrumented code count with plain adds while the
+    /// process has one thread, unless `tracing`.
+    safe fn cbi__plain_counts_start(tracing: std::ffi::c_int);
+}
+
+/// Once tracing is decided: without it, the count helpers of instrumented
+/// code add plainly while the process has one thread, skipping the ring's
+/// test; with it, every observation takes their traced path.
+pub(crate) fn start_plain_counts() {
+    cbi__plain_counts_start(enabled().into());
 }
 
 /// Sets the ring `cbi_traceObserve` records into on the calling thread.

@@ -255,6 +255,7 @@ mod tests {
                 "cbi_traceRing",
                 "cbi_sampledEvents",
                 "cbi_traceRecord",
+                "cbi_plainCounts",
             ]
         );
     }

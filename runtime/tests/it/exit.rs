@@ -218,6 +218,7 @@ fn only_the_abi_leaves_the_static_and_the_shared_runtime() {
         "cbi_countdown",
         "cbi_gObjectUnrefClassify",
         "cbi_nextTimestamp",
+        "cbi_plainCounts",
         "cbi_registerUnit",
         "cbi_reportNow",
         "cbi_sample",

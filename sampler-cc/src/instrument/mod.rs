@@ -890,7 +890,8 @@ impl Context<'_> {
              extern void __cbi_trace_record(void *, unsigned long long, const void *, unsigned int, \
              unsigned int) __asm__(\"cbi_traceRecord\");\n\
              extern char __cbi_single_threaded __asm__(\"__libc_single_threaded\") \
-             __attribute__((__weak__));\n",
+             __attribute__((__weak__));\n\
+             extern const char *cbi_plainCounts;\n",
         );
         let hidden = "__attribute__((__visibility__(\"hidden\"), __weak__))";
         if warm_slots > 0 {
@@ -1021,7 +1022,8 @@ impl Context<'_> {
             // costs about 20 cycles, and a sampled region execution
             // observes all its sites (perf: the helper was 4.5% of a
             // sampled bc's time). The common case (one thread, no ring)
-            // is the helper's first test; the call passes the counter and
+            // is the helper's one test, of the byte the runtime's
+            // `cbi_plainCounts` points at (tls.c); the call passes the counter and
             // the scheme only, and the traced path finds the site and slot
             // from the counter's place in the scheme's table. Arguments
             // were a third of an observation's instructions (the row, the
@@ -1039,9 +1041,8 @@ impl Context<'_> {
                  __cbi_trace_record(ring, cbi_sampledEvents, &{prefix}_schemes[scheme], \
                  (unsigned int)(index / arity), (unsigned int)(index % arity)); }} }}\n\
                  {helper} {prefix}_count(unsigned long long *counter, unsigned int scheme) \
-                 {{ if (__builtin_expect(&__cbi_single_threaded != 0 && __cbi_single_threaded \
-                 && cbi_traceRing == 0, 1)) ++*counter; \
-                 else {prefix}_count_slowly(counter, scheme); }}"
+                 {{ if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
+                 ++*counter; else {prefix}_count_slowly(counter, scheme); }}"
             );
         }
         let _ = writeln!(
