@@ -90,6 +90,10 @@ pub struct Options {
     /// instructions on the sqlite3 shell for 12% more compile time;
     /// cc1.rs).
     pub inline_allowance: bool,
+    /// With `clone_regions`, sampled units are compiled with gcc's
+    /// `-fno-code-hoisting`, unless the command sets it
+    /// (`-fsample-unhoisted-copies`, default; cc1.rs says why).
+    pub unhoisted_copies: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
     pub relative_paths: bool,
@@ -141,6 +145,7 @@ impl Default for Options {
             sample_nested_runs: true,
             sample_outlined_functions: true,
             inline_allowance: false,
+            unhoisted_copies: true,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -496,6 +501,18 @@ pub const FLAGS: &[FlagGroup] = &[
                   test and call sampling adds to a function, unless the command sets it \
                   (about 0.7% faster, about 12% longer to compile), or left at gcc's default \
                   (default)",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fsample-unhoisted-copies", |o| o.unhoisted_copies = true),
+            switch("-fno-sample-unhoisted-copies", |o| {
+                o.unhoisted_copies = false
+            }),
+        ],
+        meaning: "with -fsample-regions: the unit is compiled with gcc's -fno-code-hoisting \
+                  (unless the command sets it), so that gcc does not move what a region's FAST \
+                  and SLOW copies both compute above the test that chooses between them \
+                  (default); or with gcc's code hoisting",
     },
     FlagGroup {
         flags: &[

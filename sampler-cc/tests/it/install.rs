@@ -344,6 +344,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-sample-outlined-functions",
             "-fsample-inline-allowance",
             "-fno-sample-inline-allowance",
+            "-fsample-unhoisted-copies",
+            "-fno-sample-unhoisted-copies",
             "-fsample-whole-loops",
             "-fno-sample-whole-loops",
             "-fsample-warm-loops",
