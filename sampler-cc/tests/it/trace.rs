@@ -191,3 +191,80 @@ fn without_sampling_nothing_is_traced() {
         )
     );
 }
+
+/// Two schemes, one of three counters a site: the count helper finds each
+/// traced observation's site and slot from its counter's place in the
+/// scheme's table (`P_count_slowly`), and with tracing on every
+/// observation takes that path, one thread or not (`cbi_plainCounts`).
+#[test]
+fn traced_observations_name_their_site_and_slot_in_every_scheme() {
+    let lab = Lab::new();
+    lab.write(
+        "pairs.c",
+        r#"#include <signal.h>
+
+int main(int argc, char **argv)
+{
+    int small = argc - 1;
+    int large = argc + 1;
+    (void)argv;
+    if (large > small)
+        small = large + 1;
+    raise(SIGSEGV);
+    return small;
+}
+"#,
+    );
+    lab.cc(&[
+        "-fsampler-strict",
+        "-fsampler-scheme=branches",
+        "-fsampler-scheme=scalar-pairs",
+        "-O2",
+        "pairs.c",
+        "-o",
+        "pairs",
+    ]);
+    let output = lab
+        .command(lab.path("pairs"))
+        .env("SAMPLER_FILE", lab.path("pairs.report"))
+        .env("SAMPLER_SPARSITY", "1")
+        .env("SAMPLER_TRACE", "64")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.signal(), Some(11), "{output:?}");
+    let resolved = lab
+        .tool("resolve-trace")
+        .arg(lab.path("pairs"))
+        .stdin(std::fs::File::open(lab.path("pairs.report")).unwrap())
+        .output()
+        .unwrap();
+    assert!(resolved.status.success(), "resolve-trace: {resolved:?}");
+    // Sequence, line, function and predicate of each record.
+    let records: Vec<String> = String::from_utf8(resolved.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let line = fields[3].rsplit_once(':').unwrap().1;
+            format!("{}\t{line}\t{}\t{}", fields[1], fields[4], fields[5])
+        })
+        .collect();
+    // `main` is one run: one event, every observation numbered 0. With
+    // argc 1: small = 0, large = 2, then small = 3.
+    assert_eq!(
+        records,
+        [
+            "0\t5\tmain\tsmall < argc",
+            "0\t5\tmain\tsmall == 0LL",
+            "0\t6\tmain\tlarge > argc",
+            "0\t6\tmain\tlarge > small",
+            "0\t6\tmain\tlarge > 0LL",
+            "0\t8\tmain\tlarge > small",
+            "0\t9\tmain\tsmall > argc",
+            "0\t9\tmain\tsmall > small",
+            "0\t9\tmain\tsmall > large",
+            "0\t9\tmain\tsmall > 0LL",
+        ]
+    );
+}
