@@ -186,8 +186,10 @@ fn inline_allowance(args: &[String], real: &Path) -> Option<String> {
 /// test that chooses between them, so that the FAST path keeps the SLOW
 /// copy's values alive: in zlib's `compress_block` their registers spill
 /// the loop's countdown and pointers (72.3 M instructions against plain
-/// gcc's 52.3 M; 59.9 M without code hoisting). Code hoisting saves code
-/// size rather than instructions, so the plain bodies lose little.
+/// gcc's 52.3 M; 59.9 M without code hoisting). Off by default
+/// (`-fsample-unhoisted-copies`): the three benchmarks ran 0.2% to 1.5%
+/// fewer instructions without code hoisting, but bc and the sqlite3 shell
+/// took 1.7% and 2.9% more CPU time (BENCHMARKS.md, stop 40).
 fn no_code_hoisting(args: &[String], real: &Path) -> Option<String> {
     if args
         .iter()

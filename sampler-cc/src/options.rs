@@ -92,7 +92,8 @@ pub struct Options {
     pub inline_allowance: bool,
     /// With `clone_regions`, sampled units are compiled with gcc's
     /// `-fno-code-hoisting`, unless the command sets it
-    /// (`-fsample-unhoisted-copies`, default; cc1.rs says why).
+    /// (`-fsample-unhoisted-copies`; off by default: fewer instructions,
+    /// but not less CPU time; cc1.rs says why).
     pub unhoisted_copies: bool,
     /// Atomic counter increments (`-fthreads`, implied by `-pthread`).
     pub threads: bool,
@@ -145,7 +146,7 @@ impl Default for Options {
             sample_nested_runs: true,
             sample_outlined_functions: true,
             inline_allowance: false,
-            unhoisted_copies: true,
+            unhoisted_copies: false,
             threads: false,
             relative_paths: false,
             strict: false,
@@ -511,8 +512,8 @@ pub const FLAGS: &[FlagGroup] = &[
         ],
         meaning: "with -fsample-regions: the unit is compiled with gcc's -fno-code-hoisting \
                   (unless the command sets it), so that gcc does not move what a region's FAST \
-                  and SLOW copies both compute above the test that chooses between them \
-                  (default); or with gcc's code hoisting",
+                  and SLOW copies both compute above the test that chooses between them (fewer \
+                  instructions, not less CPU time); or with gcc's code hoisting (default)",
     },
     FlagGroup {
         flags: &[
