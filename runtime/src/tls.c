@@ -99,8 +99,8 @@ void cbi_traceObserve(const struct cbi_scheme_sites *scheme, uint32_t site, uint
  * tests the thread's ring) and on a libc without the variable (always
  * atomic). One load through this pointer replaces the helper's tests of
  * the weak symbol and of the thread's ring: an observation at sparsity
- * 100 is a tenth of a sampled bc's instructions. Written once, at
- * start-up, before the runtime returns from its first cbi_sample. */
+ * 100 is a tenth of a sampled bc's instructions. Written once, when the
+ * runtime starts (lib.rs, `initialise`), after tracing is decided. */
 static const char cbi__never_plain = 0;
 extern char __libc_single_threaded __attribute__((weak));
 const char *cbi_plainCounts = &cbi__never_plain;

@@ -1013,21 +1013,21 @@ impl Context<'_> {
         }
         out.push_str("};\n");
         if self.options.sample {
-            // Counts one sampled observation and hands it to the flight
-            // recorder: with SAMPLER_TRACE off, the thread has no ring and
-            // this costs one thread-local load, no call. The increment is
-            // atomic once the process has started a thread (glibc's
-            // `__libc_single_threaded`, as libstdc++'s reference counts;
-            // weak, so always atomic on a libc without it): a locked add
-            // costs about 20 cycles, and a sampled region execution
-            // observes all its sites (perf: the helper was 4.5% of a
-            // sampled bc's time). The common case (one thread, no ring)
-            // is the helper's one test, of the byte the runtime's
-            // `cbi_plainCounts` points at (tls.c); the call passes the counter and
-            // the scheme only, and the traced path finds the site and slot
-            // from the counter's place in the scheme's table. Arguments
-            // were a third of an observation's instructions (the row, the
-            // scheme, the site, the slot, then the helper's moves).
+            // Counts one sampled observation. `count` is the common case,
+            // one test: the byte the runtime's `cbi_plainCounts` points at
+            // (tls.c) is set while the process has one thread and does not
+            // trace, and the increment is then plain. Otherwise
+            // `count_slowly` adds atomically once the process has started
+            // a thread (glibc's `__libc_single_threaded`, as libstdc++'s
+            // reference counts; weak, so always atomic on a libc without
+            // it: a locked add costs about 20 cycles, and a sampled region
+            // execution observes all its sites), and hands the observation
+            // to the flight recorder when the thread has a ring, finding
+            // the site and slot from the counter's place in the scheme's
+            // table. The call passes the counter and the scheme only: the
+            // row, the scheme, the site, the slot and the helper's two
+            // tests were most of an observation's instructions at
+            // sparsity 100 (BENCHMARKS.md, stop 40).
             let _ = writeln!(
                 out,
                 "{helper} {prefix}_count_slowly(unsigned long long *counter, unsigned int scheme) \
