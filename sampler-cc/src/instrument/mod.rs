@@ -690,11 +690,7 @@ impl Context<'_> {
     fn increment(&self, scheme: Scheme, id: usize, selector: &str) -> String {
         let table = format!("{}_{}", self.prefix, symbol(scheme));
         if self.options.sample {
-            return format!(
-                "{}_count(&{table}[{id}][(unsigned int)({selector})], {})",
-                self.prefix,
-                self.table_index(scheme)
-            );
+            return format!("{table}_count(&{table}[{id}][(unsigned int)({selector})])");
         }
         let counter = format!("{table}[{id}][{selector}]");
         if self.options.threads {
@@ -1013,37 +1009,46 @@ impl Context<'_> {
         }
         out.push_str("};\n");
         if self.options.sample {
-            // Counts one sampled observation. `count` is the common case,
-            // one test: the byte the runtime's `cbi_plainCounts` points at
-            // (tls.c) is set while the process has one thread and does not
-            // trace, and the increment is then plain. Otherwise
-            // `count_slowly` adds atomically once the process has started
-            // a thread (glibc's `__libc_single_threaded`, as libstdc++'s
-            // reference counts; weak, so always atomic on a libc without
-            // it: a locked add costs about 20 cycles, and a sampled region
-            // execution observes all its sites), and hands the observation
-            // to the flight recorder when the thread has a ring, finding
-            // the site and slot from the counter's place in the scheme's
-            // table. The call passes the counter and the scheme only: the
-            // row, the scheme, the site, the slot and the helper's two
-            // tests were most of an observation's instructions at
-            // sparsity 100 (BENCHMARKS.md, stop 40).
-            let _ = writeln!(
-                out,
-                "{helper} {prefix}_count_slowly(unsigned long long *counter, unsigned int scheme) \
-                 {{ if (&__cbi_single_threaded != 0 && __cbi_single_threaded) ++*counter; \
-                 else __atomic_fetch_add(counter, 1ULL, 0); \
-                 void *ring = cbi_traceRing; \
-                 if (__builtin_expect(ring != 0, 0)) {{ \
-                 unsigned long long index = (unsigned long long)(counter - \
-                 (unsigned long long *){prefix}_schemes[scheme].values); \
-                 unsigned int arity = {prefix}_schemes[scheme].arity; \
-                 __cbi_trace_record(ring, cbi_sampledEvents, &{prefix}_schemes[scheme], \
-                 (unsigned int)(index / arity), (unsigned int)(index % arity)); }} }}\n\
-                 {helper} {prefix}_count(unsigned long long *counter, unsigned int scheme) \
-                 {{ if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
-                 ++*counter; else {prefix}_count_slowly(counter, scheme); }}"
-            );
+            // Counts one sampled observation, one pair of helpers per
+            // scheme. `count_S` is the common case, one test: the byte the
+            // runtime's `cbi_plainCounts` points at (tls.c) is set while
+            // the process has one thread and does not trace, and the
+            // increment is then plain. Otherwise `count_slowly_S` adds
+            // atomically once the process has started a thread (glibc's
+            // `__libc_single_threaded`, as libstdc++'s reference counts;
+            // weak, so always atomic on a libc without it: a locked add
+            // costs about 20 cycles, and a sampled region execution
+            // observes all its sites), and hands the observation to the
+            // flight recorder when the thread has a ring, with the site and
+            // slot found from the counter's place in the scheme's table
+            // (the row's length is a constant). The call passes the
+            // counter only: the row, the scheme, the site, the slot and
+            // the helper's two tests were most of an observation's
+            // instructions at sparsity 100. A traced observation pays the
+            // first test and the division on top, about 1% of a traced
+            // run at sparsity 1,000 (BENCHMARKS.md, stop 40).
+            for (scheme, _) in tables {
+                if *scheme == Scheme::Bounds {
+                    continue;
+                }
+                let name = format!("{prefix}_{}", symbol(*scheme));
+                let arity = values_per_site(*scheme);
+                let index = self.table_index(*scheme);
+                let _ = writeln!(
+                    out,
+                    "{helper} {name}_count_slowly(unsigned long long *counter) \
+                     {{ if (&__cbi_single_threaded != 0 && __cbi_single_threaded) ++*counter; \
+                     else __atomic_fetch_add(counter, 1ULL, 0); \
+                     void *ring = cbi_traceRing; \
+                     if (__builtin_expect(ring != 0, 0)) {{ \
+                     unsigned long long index = (unsigned long long)(counter - &{name}[0][0]); \
+                     __cbi_trace_record(ring, cbi_sampledEvents, &{prefix}_schemes[{index}], \
+                     (unsigned int)(index / {arity}), (unsigned int)(index % {arity})); }} }}\n\
+                     {helper} {name}_count(unsigned long long *counter) \
+                     {{ if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
+                     ++*counter; else {name}_count_slowly(counter); }}"
+                );
+            }
         }
         let _ = writeln!(
             out,
