@@ -172,15 +172,21 @@ fn inline_allowance(args: &[String], real: &Path) -> Option<String> {
         "3" | "fast" => 30,
         _ => return None,
     };
+    (gcc_major(real)? >= 10).then(|| format!("--param={PARAM}{}", default + SAMPLING_WRAPPER_INSNS))
+}
+
+/// The major version of the gcc whose cc1 is `real`, read off its
+/// directory (`.../gcc/TARGET/VERSION/cc1`); `None` when the path does not
+/// say.
+fn gcc_major(real: &Path) -> Option<u32> {
     let version = real.parent()?.file_name()?.to_str()?;
-    let major: u32 = version.split('.').next()?.parse().ok()?;
-    (major >= 10).then(|| format!("--param={PARAM}{}", default + SAMPLING_WRAPPER_INSNS))
+    version.split('.').next()?.parse().ok()
 }
 
 /// `-fno-code-hoisting` for a sampled unit with cloned regions, unless
 /// the command says `-fcode-hoisting` or `-fno-code-hoisting` itself, or
-/// `real` (as for [`inline_allowance`]) does not say that gcc is 8 or
-/// later, which has the option. A region's FAST and SLOW copies compute
+/// `real` does not say that gcc is 8 or later ([`gcc_major`]), which has
+/// the option. A region's FAST and SLOW copies compute
 /// the same expressions (the user's), and gcc's code hoisting (on at
 /// `-O2`, `-O3` and `-Os`) moves what both compute above the countdown's
 /// test that chooses between them, so that the FAST path keeps the SLOW
@@ -197,9 +203,7 @@ fn no_code_hoisting(args: &[String], real: &Path) -> Option<String> {
     {
         return None;
     }
-    let version = real.parent()?.file_name()?.to_str()?;
-    let major: u32 = version.split('.').next()?.parse().ok()?;
-    (major >= 8).then(|| "-fno-code-hoisting".to_owned())
+    (gcc_major(real)? >= 8).then(|| "-fno-code-hoisting".to_owned())
 }
 
 /// The name the user knows the file by: the first marker of the `.i`,
