@@ -1033,7 +1033,7 @@ impl Context<'_> {
                 }
                 let name = format!("{prefix}_{}", symbol(*scheme));
                 let arity = values_per_site(*scheme);
-                let index = self.table_index(*scheme);
+                let table = self.table_index(*scheme);
                 let _ = writeln!(
                     out,
                     "{helper} {name}_count_slowly(unsigned long long *counter) \
@@ -1042,7 +1042,7 @@ impl Context<'_> {
                      void *ring = cbi_traceRing; \
                      if (__builtin_expect(ring != 0, 0)) {{ \
                      unsigned long long index = (unsigned long long)(counter - &{name}[0][0]); \
-                     __cbi_trace_record(ring, cbi_sampledEvents, &{prefix}_schemes[{index}], \
+                     __cbi_trace_record(ring, cbi_sampledEvents, &{prefix}_schemes[{table}], \
                      (unsigned int)(index / {arity}), (unsigned int)(index % {arity})); }} }}\n\
                      {helper} {name}_count(unsigned long long *counter) \
                      {{ if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
