@@ -54,6 +54,32 @@ int main(int argc, char **argv)
 }
 "#;
 
+/// Runs `program` of `lab` at sparsity 1, keeping `records` observations a
+/// thread (`SAMPLER_TRACE`), until it crashes (SIGSEGV); returns its
+/// standard output and `resolve-trace`'s reading of its report.
+fn crash_traced(lab: &Lab, program: &str, records: &str) -> (String, String) {
+    let report = lab.path(&format!("{program}.report"));
+    let output = lab
+        .command(lab.path(program))
+        .env("SAMPLER_FILE", &report)
+        .env("SAMPLER_SPARSITY", "1")
+        .env("SAMPLER_TRACE", records)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.signal(), Some(11), "{program}: {output:?}");
+    let resolved = lab
+        .tool("resolve-trace")
+        .arg(lab.path(program))
+        .stdin(std::fs::File::open(&report).unwrap())
+        .output()
+        .unwrap();
+    assert!(resolved.status.success(), "resolve-trace: {resolved:?}");
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(resolved.stdout).unwrap(),
+    )
+}
+
 #[test]
 fn a_sampled_build_traces_the_last_observations_of_every_thread() {
     let lab = Lab::new();
@@ -90,33 +116,16 @@ fn a_sampled_build_traces_the_last_observations_of_every_thread() {
         ];
         args.extend_from_slice(flags);
         lab.cc(&args);
-        let report = format!("{program}.report");
-        let output = lab
-            .command(lab.path(&program))
-            .env("SAMPLER_FILE", lab.path(&report))
-            .env("SAMPLER_SPARSITY", "1")
-            .env("SAMPLER_TRACE", "5")
-            .output()
-            .unwrap();
-        assert_eq!(output.status.signal(), Some(11), "{program}: {output:?}");
-        let tids: BTreeMap<String, String> = String::from_utf8(output.stdout)
-            .unwrap()
+        let (stdout, resolved) = crash_traced(&lab, &program, "5");
+        let tids: BTreeMap<String, String> = stdout
             .lines()
             .map(|line| {
                 let (who, tid) = line.split_once(' ').unwrap();
                 (tid.to_owned(), who.to_owned())
             })
             .collect();
-        let resolved = lab
-            .tool("resolve-trace")
-            .arg(&program)
-            .stdin(std::fs::File::open(lab.path(&report)).unwrap())
-            .output()
-            .unwrap();
-        assert!(resolved.status.success(), "resolve-trace: {resolved:?}");
         // Threads by name, times left out: they differ from run to run.
-        let records: Vec<String> = String::from_utf8(resolved.stdout)
-            .unwrap()
+        let records: Vec<String> = resolved
             .lines()
             .map(|line| {
                 let fields: Vec<&str> = line.split('\t').collect();
@@ -194,7 +203,7 @@ fn without_sampling_nothing_is_traced() {
 
 /// Two schemes, one of three counters a site: the count helper finds each
 /// traced observation's site and slot from its counter's place in the
-/// scheme's table (`P_count_slowly`), and with tracing on every
+/// scheme's table (`P_S_count_slowly`), and with tracing on every
 /// observation takes that path, one thread or not (`cbi_plainCounts`).
 #[test]
 fn traced_observations_name_their_site_and_slot_in_every_scheme() {
@@ -224,24 +233,9 @@ int main(int argc, char **argv)
         "-o",
         "pairs",
     ]);
-    let output = lab
-        .command(lab.path("pairs"))
-        .env("SAMPLER_FILE", lab.path("pairs.report"))
-        .env("SAMPLER_SPARSITY", "1")
-        .env("SAMPLER_TRACE", "64")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.signal(), Some(11), "{output:?}");
-    let resolved = lab
-        .tool("resolve-trace")
-        .arg(lab.path("pairs"))
-        .stdin(std::fs::File::open(lab.path("pairs.report")).unwrap())
-        .output()
-        .unwrap();
-    assert!(resolved.status.success(), "resolve-trace: {resolved:?}");
+    let (_, resolved) = crash_traced(&lab, "pairs", "64");
     // Sequence, line, function and predicate of each record.
-    let records: Vec<String> = String::from_utf8(resolved.stdout)
-        .unwrap()
+    let records: Vec<String> = resolved
         .lines()
         .skip(1)
         .map(|line| {
