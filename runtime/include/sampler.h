@@ -218,13 +218,20 @@ int cbi_atomsObserve(const void *address);
  * while a record is written loses at most that record. */
 void cbi_traceObserve(const struct cbi_scheme_sites *scheme, uint32_t site, uint32_t slot);
 
-/* cbi_traceObserve's two halves, for instrumented code (sampler-cc's
- * count helper), so that a build with tracing off pays one thread-local
- * load per observation and no call:
+/* cbi_traceObserve for code that has the observed value's address in
+ * hand: `value` is a counter of a registered unit's table, or the first
+ * value of a bounds row, e.g. &branches[3][taken] or &bounds[2][0]. Its
+ * table, site and slot are found from the address when the trace is
+ * written (only compared with the tables' values, never read). */
+void cbi_traceObserveValue(const void *value);
+
+/* cbi_traceObserve's and cbi_traceObserveValue's two halves, for
+ * instrumented code (sampler-cc's count helper), so that a build with
+ * tracing off pays one thread-local load per observation and no call:
  *
  *     void *ring = cbi_traceRing;
  *     if (__builtin_expect(ring != 0, 0))
- *         cbi_traceRecord(ring, cbi_sampledEvents, &unit_schemes[0], 3, taken);
+ *         cbi_traceRecordValue(ring, cbi_sampledEvents, &branches[3][taken]);
  *
  * cbi_traceRing is the calling thread's ring (null when tracing is off or
  * the thread has not met its first event); cbi_sampledEvents counts the
@@ -234,16 +241,17 @@ extern __thread void *cbi_traceRing __attribute__((__tls_model__("initial-exec")
 extern __thread unsigned long long cbi_sampledEvents __attribute__((__tls_model__("initial-exec")));
 void cbi_traceRecord(void *ring, unsigned long long event, const struct cbi_scheme_sites *scheme,
                      uint32_t site, uint32_t slot);
+void cbi_traceRecordValue(void *ring, unsigned long long event, const void *value);
 
 /* Points at a byte that is nonzero while instrumented code may add one to
  * a counter with a plain increment: the process has one thread and
  * tracing is off (glibc's __libc_single_threaded, once the runtime has
  * started; a constant 0 before, with SAMPLER_TRACE, and on a libc without
  * that variable). Otherwise counts must be atomic and observations handed
- * to cbi_traceRecord. sampler-cc's count helper:
+ * to cbi_traceRecordValue. sampler-cc's count helper:
  *
  *     if (*__atomic_load_n(&cbi_plainCounts, __ATOMIC_RELAXED)) ++*counter;
- *     else slow_path(counter, scheme);
+ *     else slow_path(counter);
  *
  * Never write it. */
 extern const char *cbi_plainCounts;

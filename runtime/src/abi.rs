@@ -167,7 +167,8 @@ pub extern "C" fn cbi_atomsObserve(address: *const c_void) -> c_int {
 /// with the calling thread's ring set (tracing on); `event` counts the
 /// events the thread has sampled. The scheme pointer is only a number
 /// here: compared with the registered units' tables when the trace is
-/// written, never read. Async-signal-safe.
+/// written, never read. A `slot` not below 2^16 is not recorded.
+/// Async-signal-safe.
 ///
 /// # Safety
 /// `ring` is the pointer `trace::prepare_thread` gave the calling thread
@@ -182,10 +183,35 @@ pub unsafe extern "C" fn cbi_traceRecord(
 ) {
     // SAFETY: the caller's contract; rings are never freed.
     let ring = unsafe { trace::ring_from_tls(ring) };
+    let Ok(slot) = u16::try_from(slot) else {
+        return;
+    };
     // Not `guarded`: nothing on this path can panic (the ring's index is
     // masked into its power-of-two length), and without the unwinding
     // frame the common case saves no register.
-    trace::observe(ring, event, scheme as usize, site, slot);
+    let scheme = scheme as usize;
+    trace::observe(ring, event, trace::Observed::Site { scheme, site, slot });
+}
+
+/// `cbi_traceRecord` for instrumented code that has the observed value's
+/// address in hand (sampler-cc's count helper, bounds sites): a counter,
+/// or the first value of a bounds row. The address is only a number here:
+/// its table, site and slot are found among the registered units' values
+/// when the trace is written, never read. Async-signal-safe.
+///
+/// # Safety
+/// `ring` is the pointer `trace::prepare_thread` gave the calling thread
+/// through `cbi__trace_set_ring`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cbi_traceRecordValue(
+    ring: *const c_void,
+    event: u64,
+    value: *const c_void,
+) {
+    // SAFETY: the caller's contract; rings are never freed.
+    let ring = unsafe { trace::ring_from_tls(ring) };
+    // Not `guarded`, as `cbi_traceRecord`.
+    trace::observe(ring, event, trace::Observed::Value(value as usize));
 }
 
 /// Runs at `exit`.

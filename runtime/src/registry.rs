@@ -217,6 +217,43 @@ pub(crate) fn scheme_index(address: usize) -> Option<u32> {
     found.and_then(|index| u32::try_from(index).ok())
 }
 
+/// The table, site and slot of the value at `address`: the position of
+/// the scheme table whose values hold it (counted as [`scheme_index`]
+/// counts), its row and its column. `None` when no registered unit's
+/// values hold it or it is not the start of one. Every kind of table
+/// holds 8-byte values, `arity` to a row. `address` is only compared,
+/// never read. Async-signal-safe.
+pub(crate) fn value_position(address: usize) -> Option<(u32, u32, u32)> {
+    const VALUE: usize = size_of::<u64>();
+    let mut before = 0usize;
+    let mut found = None;
+    for_each(&mut |unit| {
+        let tables = schemes(unit);
+        if found.is_none() {
+            for (index, table) in tables.iter().enumerate() {
+                let base = table.values as usize;
+                let row = table.arity as usize * VALUE;
+                let Some(offset) = address.checked_sub(base) else {
+                    continue;
+                };
+                if offset < row.saturating_mul(table.n_sites as usize)
+                    && offset.is_multiple_of(VALUE)
+                {
+                    found = Some((before + index, offset / row, offset % row / VALUE));
+                    break;
+                }
+            }
+        }
+        before += tables.len();
+    });
+    let (table, site, slot) = found?;
+    Some((
+        u32::try_from(table).ok()?,
+        u32::try_from(site).ok()?,
+        u32::try_from(slot).ok()?,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -90,6 +90,13 @@ void cbi_traceObserve(const struct cbi_scheme_sites *scheme, uint32_t site, uint
         cbi_traceRecord(ring, cbi_sampledEvents, scheme, site, slot);
 }
 
+void cbi_traceObserveValue(const void *value)
+{
+    void *ring = cbi_traceRing;
+    if (ring)
+        cbi_traceRecordValue(ring, cbi_sampledEvents, value);
+}
+
 /* Whether instrumented code may add one to a counter with a plain
  * increment: sampler-cc's count helper reads the byte this points at.
  * It is glibc's __libc_single_threaded (nonzero while the process has one

@@ -17,7 +17,11 @@
 //! - **Writing a record** ([`observe`]) takes no lock and allocates
 //!   nothing, and is a few stores: `cbi_traceObserve` (`tls.c`) finds the
 //!   thread's ring in an initial-exec thread-local, with the number of
-//!   events the thread sampled. The first observation of a sampled event
+//!   events the thread sampled. A record names what was observed by one
+//!   word, [`Observed`]: the address of the counter (or bounds row) that
+//!   instrumented code updated, which is all sampler-cc's count helper
+//!   has in hand, or for `cbi_traceObserve`'s callers a scheme table with
+//!   a site and a slot. The first observation of a sampled event
 //!   takes the event's process-wide sequence number (one `fetch_add`) and
 //!   clock reading; the event's other observations (the other sites of
 //!   the same region execution) reuse them, so the cost of both is paid
@@ -33,9 +37,10 @@
 //!   holds the report's `WriterGuard`, so one buffer serves), then writes
 //!   the block with the allocation-free `FdWriter`: the count of a block
 //!   is known before its first line, even while the thread keeps running.
-//!   Records name their scheme table by its address; it is mapped to the
-//!   `table` line of the registered unit that holds it, and a record of a
-//!   unit since unloaded is left out.
+//!   Records name a value or a scheme table by its address; it is mapped
+//!   to the `table` line, site and slot of the registered unit that holds
+//!   it (a value's row and column in its table), and a record of a unit
+//!   since unloaded is left out.
 //! - **The clock** ([`clock`]) is the time-stamp counter on x86-64 when
 //!   the processor says it is invariant (one `rdtsc`, about a third of a
 //!   `clock_gettime` from the vDSO), its frequency measured against
@@ -75,9 +80,11 @@ const CLAIMING: u8 = 2;
 struct Entry {
     /// `index + 1` once the record at `index` is complete; 0 while written.
     stamp: AtomicU64,
-    /// The address of the record's `struct cbi_scheme_sites`.
-    scheme: AtomicU64,
-    /// `site << 16 | slot`.
+    /// [`Observed::key`]: a value's address, or a scheme table's address
+    /// with [`SCHEME_TAG`] set.
+    key: AtomicU64,
+    /// `site << 16 | slot` when `key` names a scheme table; left as it was
+    /// for a value.
     site_slot: AtomicU64,
     sequence: AtomicU64,
     time: AtomicU64,
@@ -104,6 +111,38 @@ pub(crate) struct Ring {
     /// masked, not divided. The trace keeps the last `SAMPLER_TRACE`.
     entries: Box<[Entry]>,
     next_ring: AtomicPtr<Ring>,
+}
+
+/// Set in [`Entry::key`] when it holds a scheme table's address (8-byte
+/// aligned, as values are), not a value's.
+const SCHEME_TAG: u64 = 1;
+
+/// What one record observed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Observed {
+    /// The value instrumented code updated: a counter of a scheme table,
+    /// or the first value of a bounds row. Its table, site and slot are
+    /// found from the address when the trace is written, so that the
+    /// count helper passes on the one pointer it has.
+    Value(usize),
+    /// The counter `slot` of `site` in the scheme table at `scheme`
+    /// (`cbi_traceObserve`). `slot` is below 2^16.
+    Site { scheme: usize, site: u32, slot: u16 },
+}
+
+impl Observed {
+    /// [`Entry::key`] and, for a table's site, [`Entry::site_slot`]: plain
+    /// integers, which the recording's out-of-line path takes in
+    /// registers.
+    fn fields(self) -> (u64, Option<u64>) {
+        match self {
+            Self::Value(address) => (address as u64, None),
+            Self::Site { scheme, site, slot } => (
+                scheme as u64 | SCHEME_TAG,
+                Some(u64::from(site) << 16 | u64::from(slot)),
+            ),
+        }
+    }
 }
 
 /// A record copied out of a ring, table resolved.
@@ -342,16 +381,13 @@ mod clock {
     }
 }
 
-/// Records one sampled observation of the calling thread into its `ring`:
-/// the counter `slot` of `site` in the scheme table at address `scheme`,
+/// Records one sampled observation of the calling thread into its `ring`,
 /// made during the thread's sampled event number `event`. Lock-free,
-/// allocation-free, async-signal-safe; does nothing without a ring or
-/// when `slot` is not below 2^16.
+/// allocation-free, async-signal-safe; does nothing without a ring.
 #[inline]
-pub(crate) fn observe(ring: Option<&Ring>, event: u64, scheme: usize, site: u32, slot: u32) {
-    match ring {
-        Some(ring) if slot >> 16 == 0 => ring.record(event, scheme as u64, site, slot as u16),
-        _ => {}
+pub(crate) fn observe(ring: Option<&Ring>, event: u64, observed: Observed) {
+    if let Some(ring) = ring {
+        ring.record(event, observed);
     }
 }
 
@@ -400,14 +436,12 @@ impl Ring {
         }
     }
 
-    /// The entry of `index`.
-    fn entry(&self, index: u64) -> &Entry {
+    /// The entry of `index`; `None` never happens (the length is a power
+    /// of two, at least 1), but costs one test where an index would cost
+    /// a panic path.
+    fn entry(&self, index: u64) -> Option<&Entry> {
         let mask = self.entries.len() as u64 - 1;
-        // Never out of bounds: the length is a power of two (at least 1).
-        match self.entries.get((index & mask) as usize) {
-            Some(entry) => entry,
-            None => &self.entries[0],
-        }
+        self.entries.get((index & mask) as usize)
     }
 
     /// Writes one record at the next index (seqlock, see the module's
@@ -415,16 +449,16 @@ impl Ring {
     /// the event's stamp and its use can give this record its own
     /// sequence number and time, never a torn one.
     #[inline]
-    fn record(&self, event: u64, scheme: u64, site: u32, slot: u16) {
+    fn record(&self, event: u64, observed: Observed) {
+        let (key, site_slot) = observed.fields();
         if self.stamped_event.load(Ordering::Relaxed) != event + 1 {
             // A tail call: the event's other observations save no
             // register for the clock's call.
-            return self.stamp_and_record(event, scheme, site, slot);
+            return self.stamp_and_record(event, key, site_slot);
         }
         self.push(
-            scheme,
-            site,
-            slot,
+            key,
+            site_slot,
             self.event_sequence.load(Ordering::Relaxed),
             self.event_time.load(Ordering::Relaxed),
         );
@@ -434,28 +468,30 @@ impl Ring {
     /// event `event`, at its first observation, then records it.
     #[cold]
     #[inline(never)]
-    fn stamp_and_record(&self, event: u64, scheme: u64, site: u32, slot: u16) {
+    fn stamp_and_record(&self, event: u64, key: u64, site_slot: Option<u64>) {
         let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
         let time = clock::now();
         self.event_sequence.store(sequence, Ordering::Relaxed);
         self.event_time.store(time, Ordering::Relaxed);
         self.stamped_event.store(event + 1, Ordering::Relaxed);
-        self.push(scheme, site, slot, sequence, time);
+        self.push(key, site_slot, sequence, time);
     }
 
-    /// Stores one record with its sequence number and time at the next
-    /// index.
+    /// Stores one record, [`Observed::fields`], with its sequence number
+    /// and time at the next index.
     #[inline]
-    fn push(&self, scheme: u64, site: u32, slot: u16, sequence: u64, time: u64) {
+    fn push(&self, key: u64, site_slot: Option<u64>, sequence: u64, time: u64) {
         let index = reserve(&self.reserved);
-        let entry = self.entry(index);
+        let Some(entry) = self.entry(index) else {
+            return;
+        };
         entry.stamp.store(0, Ordering::Relaxed);
         // The cleared stamp is visible before any field changes (seqlock).
         fence(Ordering::Release);
-        entry.scheme.store(scheme, Ordering::Relaxed);
-        entry
-            .site_slot
-            .store(u64::from(site) << 16 | u64::from(slot), Ordering::Relaxed);
+        entry.key.store(key, Ordering::Relaxed);
+        if let Some(site_slot) = site_slot {
+            entry.site_slot.store(site_slot, Ordering::Relaxed);
+        }
         entry.sequence.store(sequence, Ordering::Relaxed);
         entry.time.store(time, Ordering::Relaxed);
         entry.stamp.store(index + 1, Ordering::Release);
@@ -556,9 +592,7 @@ pub(crate) fn write(out: &mut FdWriter<'_>, crashing: i32, reporting: Reporting)
 /// One thread's block: its valid records, oldest first, copied first so
 /// that the `thread` line can count them.
 fn write_block(out: &mut FdWriter<'_>, ring: &Ring, state: &[u8], snapshot: &[Snapshot]) {
-    let n = copy_records(ring, snapshot, &|scheme| {
-        registry::scheme_index(scheme as usize)
-    });
+    let n = copy_records(ring, snapshot, &locate);
     let records = &snapshot[..n];
     let first_sequence = records
         .first()
@@ -596,14 +630,30 @@ fn write_block(out: &mut FdWriter<'_>, ring: &Ring, state: &[u8], snapshot: &[Sn
     }
 }
 
+/// The table (its position among the registered units' tables) and the
+/// `site << 16 | slot` of a record's [`Entry::key`] and `site_slot`;
+/// `None` when no registered unit holds its value or table.
+/// Async-signal-safe.
+fn locate(key: u64, site_slot: u64) -> Option<(u32, u64)> {
+    if key & SCHEME_TAG != 0 {
+        let table = registry::scheme_index((key & !SCHEME_TAG) as usize)?;
+        Some((table, site_slot))
+    } else {
+        let (table, site, slot) = registry::value_position(key as usize)?;
+        let slot = u16::try_from(slot).ok()?;
+        Some((table, u64::from(site) << 16 | u64::from(slot)))
+    }
+}
+
 /// Copies the ring's complete records, oldest first, into `snapshot`
-/// with their tables resolved by `table_of`; returns how many. Skips torn
-/// entries and records whose table `table_of` does not know (units no
-/// longer registered). Async-signal-safe.
+/// with their tables, sites and slots resolved by `locate` (`key`,
+/// `site_slot` to table, `site_slot`); returns how many. Skips torn
+/// entries and records that `locate` does not know (units no longer
+/// registered). Async-signal-safe.
 fn copy_records(
     ring: &Ring,
     snapshot: &[Snapshot],
-    table_of: &dyn Fn(u64) -> Option<u32>,
+    locate: &dyn Fn(u64, u64) -> Option<(u32, u64)>,
 ) -> usize {
     let capacity = ring.entries.len().min(snapshot.len()) as u64;
     let end = ring.reserved.load(Ordering::Acquire);
@@ -612,12 +662,14 @@ fn copy_records(
         .max(ring.base.load(Ordering::Acquire));
     let mut n = 0;
     for index in start..end {
-        let entry = ring.entry(index);
+        let Some(entry) = ring.entry(index) else {
+            continue;
+        };
         let stamp = entry.stamp.load(Ordering::Acquire);
         if stamp != index + 1 {
             continue;
         }
-        let scheme = entry.scheme.load(Ordering::Relaxed);
+        let key = entry.key.load(Ordering::Relaxed);
         let site_slot = entry.site_slot.load(Ordering::Relaxed);
         let sequence = entry.sequence.load(Ordering::Relaxed);
         let time = entry.time.load(Ordering::Relaxed);
@@ -625,7 +677,7 @@ fn copy_records(
         if entry.stamp.load(Ordering::Relaxed) != stamp {
             continue;
         }
-        let Some(table) = table_of(scheme) else {
+        let Some((table, site_slot)) = locate(key, site_slot) else {
             continue;
         };
         let Some(copy) = snapshot.get(n) else { break };
@@ -642,8 +694,45 @@ fn copy_records(
 mod tests {
     use super::*;
 
-    /// (table, site, slot, sequence) of what `copy_records` keeps, with
-    /// scheme addresses 100 + table standing for registered tables.
+    /// Scheme table `table` (of a pretend registry: table addresses
+    /// `SCHEMES + 8 * table`), site and slot.
+    const SCHEMES: usize = 0x1000;
+    /// Values of a pretend registry: table `table`'s rows of two counters
+    /// at `VALUES + 0x1000 * table`.
+    const VALUES: usize = 0x10_0000;
+
+    fn site(table: usize, site: u32, slot: u16) -> Observed {
+        Observed::Site {
+            scheme: SCHEMES + 8 * table,
+            site,
+            slot,
+        }
+    }
+
+    fn value(table: usize, site: usize, slot: usize) -> Observed {
+        Observed::Value(VALUES + 0x1000 * table + 8 * (2 * site + slot))
+    }
+
+    /// Pushes `observed` as [`Ring::record`] does, with time 0.
+    fn push(ring: &Ring, observed: Observed, sequence: u64) {
+        let (key, site_slot) = observed.fields();
+        ring.push(key, site_slot, sequence, 0);
+    }
+
+    /// `locate` for the pretend registry of three tables.
+    fn pretend_locate(key: u64, site_slot: u64) -> Option<(u32, u64)> {
+        let key = key as usize;
+        if key & SCHEME_TAG as usize != 0 {
+            let table = (key & !1).checked_sub(SCHEMES)? / 8;
+            (table < 3).then_some((table as u32, site_slot))
+        } else {
+            let offset = key.checked_sub(VALUES)?;
+            let (table, index) = (offset / 0x1000, offset % 0x1000 / 8);
+            (table < 3).then_some((table as u32, (((index / 2) << 16) | (index % 2)) as u64))
+        }
+    }
+
+    /// (table, site, slot, sequence) of what `copy_records` keeps.
     fn kept(ring: &Ring) -> Vec<(u32, u64, u64, u64)> {
         kept_last(ring, ring.entries.len())
     }
@@ -651,9 +740,7 @@ mod tests {
     /// [`kept`] with a snapshot of `records` (`SAMPLER_TRACE`).
     fn kept_last(ring: &Ring, records: usize) -> Vec<(u32, u64, u64, u64)> {
         let snapshot: Vec<Snapshot> = (0..records).map(|_| Snapshot::default()).collect();
-        let n = copy_records(ring, &snapshot, &|scheme| {
-            scheme.checked_sub(100).and_then(|t| u32::try_from(t).ok())
-        });
+        let n = copy_records(ring, &snapshot, &pretend_locate);
         snapshot[..n]
             .iter()
             .map(|record| {
@@ -673,7 +760,11 @@ mod tests {
         let ring = Ring::new(4);
         assert_eq!(kept(&ring), []);
         for sequence in 0..10u64 {
-            ring.push(100 + sequence % 3, sequence as u32, 65535, sequence, 0);
+            push(
+                &ring,
+                site(sequence as usize % 3, sequence as u32, 65535),
+                sequence,
+            );
         }
         assert_eq!(
             kept(&ring),
@@ -690,7 +781,7 @@ mod tests {
     fn torn_entries_and_unknown_tables_are_left_out() {
         let ring = Ring::new(4);
         for sequence in 0..4u64 {
-            ring.push(100, 0, 1, sequence, 0);
+            push(&ring, site(0, 0, 1), sequence);
         }
         // A writer interrupted after clearing the stamp of index 2.
         ring.entries[2].stamp.store(0, Ordering::Relaxed);
@@ -698,7 +789,7 @@ mod tests {
         // which takes over slot 0): its slot's old stamp no longer fits.
         ring.reserved.fetch_add(1, Ordering::Relaxed);
         assert_eq!(kept(&ring), [(0, 0, 1, 1), (0, 0, 1, 3)]);
-        ring.push(7, 0, 0, 9, 0); // a unit since unloaded
+        push(&ring, site(5, 0, 0), 9); // a unit since unloaded
         assert_eq!(kept(&ring), [(0, 0, 1, 3)]);
     }
 
@@ -706,12 +797,12 @@ mod tests {
     fn a_ring_taken_over_forgets_the_exited_threads_records() {
         let ring = Ring::new(4);
         for sequence in 0..3u64 {
-            ring.push(100, 0, 0, sequence, 0);
+            push(&ring, site(0, 0, 0), sequence);
         }
         ring.base
             .store(ring.reserved.load(Ordering::Relaxed), Ordering::Relaxed);
         assert_eq!(kept(&ring), []);
-        ring.push(101, 5, 1, 40, 0);
+        push(&ring, site(1, 5, 1), 40);
         assert_eq!(kept(&ring), [(1, 5, 1, 40)]);
     }
 
@@ -720,7 +811,7 @@ mod tests {
         let ring = Ring::new(3);
         assert_eq!(ring.entries.len(), 4);
         for sequence in 0..6u64 {
-            ring.push(100, sequence as u32, 0, sequence, 0);
+            push(&ring, site(0, sequence as u32, 0), sequence);
         }
         assert_eq!(
             kept_last(&ring, 3),
@@ -731,11 +822,11 @@ mod tests {
     #[test]
     fn the_observations_of_one_sampled_event_share_its_sequence_number_and_time() {
         let ring = Ring::new(8);
-        ring.record(0, 100, 1, 0);
-        ring.record(0, 100, 2, 1);
-        ring.record(1, 101, 3, 1);
-        ring.record(5, 100, 4, 0);
-        ring.record(5, 100, 5, 0);
+        ring.record(0, site(0, 1, 0));
+        ring.record(0, value(0, 2, 1));
+        ring.record(1, site(1, 3, 1));
+        ring.record(5, value(2, 4, 0));
+        ring.record(5, site(0, 5, 0));
         let records = kept(&ring);
         let sites: Vec<u64> = records.iter().map(|r| r.1).collect();
         assert_eq!(sites, [1, 2, 3, 4, 5]);
@@ -751,5 +842,19 @@ mod tests {
         assert_eq!(times[0], times[1]);
         assert_eq!(times[3], times[4]);
         assert!(times[1] <= times[2] && times[2] <= times[3]);
+    }
+
+    #[test]
+    fn a_value_record_names_its_table_site_and_slot_whatever_the_last_record_there() {
+        let ring = Ring::new(2);
+        push(&ring, site(1, 9, 2), 0);
+        push(&ring, site(1, 9, 2), 1);
+        // Overwrites both entries, whose site and slot stay behind.
+        push(&ring, value(2, 7, 1), 2);
+        push(&ring, value(0, 0, 0), 3);
+        assert_eq!(kept(&ring), [(2, 7, 1, 2), (0, 0, 0, 3)]);
+        // A value outside every table (a unit since unloaded).
+        push(&ring, Observed::Value(VALUES + 0x1000 * 7), 4);
+        assert_eq!(kept(&ring), [(0, 0, 0, 3)]);
     }
 }

@@ -252,9 +252,11 @@ mod tests {
                 "cbi_gObjectUnrefClassify",
                 "cbi_atomsObserve",
                 "cbi_traceObserve",
+                "cbi_traceObserveValue",
                 "cbi_traceRing",
                 "cbi_sampledEvents",
                 "cbi_traceRecord",
+                "cbi_traceRecordValue",
                 "cbi_plainCounts",
             ]
         );

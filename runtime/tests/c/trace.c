@@ -30,13 +30,30 @@ static const struct { int scheme; unsigned site, slot; } pattern[5] = {
     {0, 0, 0}, {0, 1, 1}, {1, 0, 2}, {2, 0, 0}, {0, 0, 1},
 };
 
+/* The address of pattern entry p's value: what sampler-cc's count
+ * helper and bounds sites pass on. */
+static const void *value_of(int scheme, unsigned site, unsigned slot)
+{
+    switch (scheme) {
+    case 0: return &branches[site][slot];
+    case 1: return &returns[site][slot];
+    default: return &bounds[site][slot];
+    }
+}
+
 /* One sampled event with one observation, as instrumented code makes it
- * (SAMPLER_SPARSITY=1: every event is sampled). */
+ * (SAMPLER_SPARSITY=1: every event is sampled): odd observations name
+ * their table, site and slot, even ones the value's address, which the
+ * trace must resolve to the same. */
 static void observe(int k)
 {
     const __typeof__(pattern[0]) *p = &pattern[k % 5];
-    if (cbi_sample())
-        cbi_traceObserve(&unit_schemes[p->scheme], p->site, p->slot);
+    if (cbi_sample()) {
+        if (k % 2)
+            cbi_traceObserve(&unit_schemes[p->scheme], p->site, p->slot);
+        else
+            cbi_traceObserveValue(value_of(p->scheme, p->site, p->slot));
+    }
 }
 
 static void say_tid(const char *who, int index)

@@ -224,7 +224,9 @@ fn only_the_abi_leaves_the_static_and_the_shared_runtime() {
         "cbi_sample",
         "cbi_sampledEvents",
         "cbi_traceObserve",
+        "cbi_traceObserveValue",
         "cbi_traceRecord",
+        "cbi_traceRecordValue",
         "cbi_traceRing",
         "cbi_unregisterUnit",
     ];

@@ -555,7 +555,7 @@ impl Context<'_> {
                     self.prefix, self.prefix
                 );
                 if self.options.sample {
-                    update = format!("({update}, {})", self.trace(Scheme::Bounds, *next, "0"));
+                    update = format!("({update}, {})", self.trace(Scheme::Bounds, *next));
                 }
                 code.push_str(&self.observe(Scheme::Bounds, *next, &update));
                 code.push_str("; ");

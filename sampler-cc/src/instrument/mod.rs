@@ -206,8 +206,6 @@ struct Context<'a> {
     /// `volatile`, and defined here with external linkage or read by the
     /// user (see [`assignments::is_candidate_global`]).
     candidate_globals: Vec<&'a Variable>,
-    /// The active schemes, in the order of the unit's tables.
-    schemes: Vec<Scheme>,
     /// `-fsampler-rates`: the scale of each site the file lists for this
     /// unit (others have scale 1).
     scales: HashMap<(Scheme, usize), u32>,
@@ -275,7 +273,6 @@ fn instrument_here(
         user_reads,
         globals: unit.globals.iter().map(|v| (v.key, v)).collect(),
         candidate_globals,
-        schemes: schemes.clone(),
         scales,
     };
     let mut tables: Vec<(Scheme, Vec<Site>)> = schemes.iter().map(|&s| (s, Vec::new())).collect();
@@ -690,7 +687,10 @@ impl Context<'_> {
     fn increment(&self, scheme: Scheme, id: usize, selector: &str) -> String {
         let table = format!("{}_{}", self.prefix, symbol(scheme));
         if self.options.sample {
-            return format!("{table}_count(&{table}[{id}][(unsigned int)({selector})])");
+            return format!(
+                "{}_count(&{table}[{id}][(unsigned int)({selector})])",
+                self.prefix
+            );
         }
         let counter = format!("{table}[{id}][{selector}]");
         if self.options.threads {
@@ -700,24 +700,15 @@ impl Context<'_> {
         }
     }
 
-    /// A `void` expression handing a sampled observation of slot `slot`
-    /// of site `id` to the flight recorder, for schemes that do not count
-    /// through the `count` helper (bounds).
-    fn trace(&self, scheme: Scheme, id: usize, slot: &str) -> String {
+    /// A `void` expression handing a sampled observation of site `id` to
+    /// the flight recorder, for schemes that do not count through the
+    /// `count` helper (bounds): the row's first value names its site.
+    fn trace(&self, scheme: Scheme, id: usize) -> String {
         format!(
-            "__cbi_trace_observe(&{}_schemes[{}], {id}, {slot})",
+            "__cbi_trace_observe_value(&{}_{}[{id}][0])",
             self.prefix,
-            self.table_index(scheme)
+            symbol(scheme)
         )
-    }
-
-    /// Index of `scheme`'s table in the unit's `schemes` array: the
-    /// prelude declares a table for every active scheme, in their order.
-    fn table_index(&self, scheme: Scheme) -> usize {
-        self.schemes
-            .iter()
-            .position(|&s| s == scheme)
-            .expect("sites are only found for active schemes")
     }
 
     /// Code counting one event of site `id` of `scheme` in counter
@@ -883,8 +874,9 @@ impl Context<'_> {
              extern __thread void *cbi_traceRing __attribute__((__tls_model__(\"initial-exec\")));\n\
              extern __thread unsigned long long cbi_sampledEvents \
              __attribute__((__tls_model__(\"initial-exec\")));\n\
-             extern void __cbi_trace_record(void *, unsigned long long, const void *, unsigned int, \
-             unsigned int) __asm__(\"cbi_traceRecord\");\n\
+             extern void __cbi_trace_observe_value(const void *) __asm__(\"cbi_traceObserveValue\");\n\
+             extern void __cbi_trace_record_value(void *, unsigned long long, const void *) \
+             __asm__(\"cbi_traceRecordValue\");\n\
              extern char __cbi_single_threaded __asm__(\"__libc_single_threaded\") \
              __attribute__((__weak__));\n\
              extern const char *cbi_plainCounts;\n",
@@ -1008,47 +1000,36 @@ impl Context<'_> {
             );
         }
         out.push_str("};\n");
-        if self.options.sample {
-            // Counts one sampled observation, one pair of helpers per
-            // scheme. `count_S` is the common case, one test: the byte the
-            // runtime's `cbi_plainCounts` points at (tls.c) is set while
-            // the process has one thread and does not trace, and the
-            // increment is then plain. Otherwise `count_slowly_S` adds
-            // atomically once the process has started a thread (glibc's
+        if self.options.sample && tables.iter().any(|(scheme, _)| *scheme != Scheme::Bounds) {
+            // Counts one sampled observation of any counting scheme. `count`
+            // is the common case, one test: the byte the runtime's
+            // `cbi_plainCounts` points at (tls.c) is set while the process
+            // has one thread and does not trace, and the increment is then
+            // plain. Otherwise `count_slowly` adds atomically once the
+            // process has started a thread (glibc's
             // `__libc_single_threaded`, as libstdc++'s reference counts;
             // weak, so always atomic on a libc without it: a locked add
             // costs about 20 cycles, and a sampled region execution
-            // observes all its sites), and hands the observation to the
-            // flight recorder when the thread has a ring, with the site and
-            // slot found from the counter's place in the scheme's table
-            // (the row's length is a constant). The call passes the
-            // counter only: the row, the scheme, the site, the slot and
-            // the helper's two tests were most of an observation's
-            // instructions at sparsity 100. A traced observation pays the
-            // first test and the division on top, about 1% of a traced
-            // run at sparsity 1,000 (BENCHMARKS.md, stop 40).
-            for (scheme, _) in tables {
-                if *scheme == Scheme::Bounds {
-                    continue;
-                }
-                let name = format!("{prefix}_{}", symbol(*scheme));
-                let arity = values_per_site(*scheme);
-                let table = self.table_index(*scheme);
-                let _ = writeln!(
-                    out,
-                    "{helper} {name}_count_slowly(unsigned long long *counter) \
-                     {{ if (&__cbi_single_threaded != 0 && __cbi_single_threaded) ++*counter; \
-                     else __atomic_fetch_add(counter, 1ULL, 0); \
-                     void *ring = cbi_traceRing; \
-                     if (__builtin_expect(ring != 0, 0)) {{ \
-                     unsigned long long index = (unsigned long long)(counter - &{name}[0][0]); \
-                     __cbi_trace_record(ring, cbi_sampledEvents, &{prefix}_schemes[{table}], \
-                     (unsigned int)(index / {arity}), (unsigned int)(index % {arity})); }} }}\n\
-                     {helper} {name}_count(unsigned long long *counter) \
-                     {{ if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
-                     ++*counter; else {name}_count_slowly(counter); }}"
-                );
-            }
+            // observes all its sites), and hands the counter's address to
+            // the flight recorder when the thread has a ring; the runtime
+            // finds its table, site and slot when it writes the trace. The
+            // call passes the counter only: the row, the scheme, the site,
+            // the slot and the helper's two tests were most of an
+            // observation's instructions at sparsity 100, and passing the
+            // address on keeps a traced observation to one call more
+            // (BENCHMARKS.md, stops 40 and 41).
+            let _ = writeln!(
+                out,
+                "{helper} {prefix}_count_slowly(unsigned long long *counter) \
+                 {{ if (&__cbi_single_threaded != 0 && __cbi_single_threaded) ++*counter; \
+                 else __atomic_fetch_add(counter, 1ULL, 0); \
+                 void *ring = cbi_traceRing; \
+                 if (__builtin_expect(ring != 0, 0)) \
+                 __cbi_trace_record_value(ring, cbi_sampledEvents, counter); }}\n\
+                 {helper} {prefix}_count(unsigned long long *counter) \
+                 {{ if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
+                 ++*counter; else {prefix}_count_slowly(counter); }}"
+            );
         }
         let _ = writeln!(
             out,

@@ -201,9 +201,10 @@ fn without_sampling_nothing_is_traced() {
     );
 }
 
-/// Two schemes, one of three counters a site: the count helper finds each
-/// traced observation's site and slot from its counter's place in the
-/// scheme's table (`P_S_count_slowly`), and with tracing on every
+/// Three schemes, one of three counters a site and one of bounds rows:
+/// the count helper (`P_count_slowly`) and the bounds sites pass the
+/// address of the value they updated, from which the runtime finds each
+/// traced observation's table, site and slot, and with tracing on every
 /// observation takes that path, one thread or not (`cbi_plainCounts`).
 #[test]
 fn traced_observations_name_their_site_and_slot_in_every_scheme() {
@@ -228,6 +229,7 @@ int main(int argc, char **argv)
         "-fsampler-strict",
         "-fsampler-scheme=branches",
         "-fsampler-scheme=scalar-pairs",
+        "-fsampler-scheme=bounds",
         "-O2",
         "pairs.c",
         "-o",
@@ -251,14 +253,17 @@ int main(int argc, char **argv)
         [
             "0\t5\tmain\tsmall < argc",
             "0\t5\tmain\tsmall == 0LL",
+            "0\t5\tmain\tsmall assigned",
             "0\t6\tmain\tlarge > argc",
             "0\t6\tmain\tlarge > small",
             "0\t6\tmain\tlarge > 0LL",
+            "0\t6\tmain\tlarge assigned",
             "0\t8\tmain\tlarge > small",
             "0\t9\tmain\tsmall > argc",
             "0\t9\tmain\tsmall > small",
             "0\t9\tmain\tsmall > large",
             "0\t9\tmain\tsmall > 0LL",
+            "0\t9\tmain\tsmall assigned",
         ]
     );
 }
