@@ -17,7 +17,11 @@
 #   gcc:         gcc -O2 -c sqlite3.c -o gcc.o
 #   tool:        $cc -O2 $extra -c sqlite3.c -o tool.o
 # so that machine-load drifts hit both sides alike; it prints each run, the
-# median wall-clock time of each, and the ratio tool/gcc.
+# median wall-clock time of each, and the ratio tool/gcc. With GNU time
+# (/usr/bin/time, Debian's `time` package) it also prints the peak memory
+# of each compile: the largest resident set of any one process of it (for
+# the tool, sampler-cc's own stage with libclang, or the cc1 it runs on
+# the instrumented text), median over the runs.
 #
 # The amalgamation (SQLite 3.46.0) comes from the crates.io crate
 # libsqlite3-sys 0.30.1, which bundles sqlite3/sqlite3.c; the .crate is
@@ -75,24 +79,38 @@ src=$tmp/sqlite3.c
 version=$(sed -n 's/^#define SQLITE_VERSION  *"\(.*\)"/\1/p' "$src" | head -n 1)
 
 # --- timing -----------------------------------------------------------------
+# GNU time reports the largest maxrss among the process and the descendants
+# it waited for, in KiB; without it, no memory figures.
+gnu_time=
+if /usr/bin/time -f %M -o /dev/null true 2>/dev/null; then
+    gnu_time=/usr/bin/time
+fi
 now_us() { local t=${EPOCHREALTIME//[.,]/}; echo "$((10#$t))"; }
 secs() { printf '%d.%03d' "$(($1 / 1000000))" "$(($1 % 1000000 / 1000))"; }
 
 # time_us NAME CMD...: runs CMD in $tmp (output to $tmp/NAME.log), appends the
-# wall-clock microseconds to the array named NAME; fails if CMD fails.
+# wall-clock microseconds to the array named NAME and, with GNU time, the
+# peak resident set in KiB to NAME_rss; fails if CMD fails.
 time_us() {
     local -n samples=$1
+    local -n peaks=${1}_rss
     local name=$1 t0 t1
     shift
+    local measure=()
+    [[ -n $gnu_time ]] && measure=("$gnu_time" -f %M -o "$tmp/$name.rss")
     t0=$(now_us)
-    if ! (cd "$tmp" && "$@") >"$tmp/$name.log" 2>&1; then
+    if ! (cd "$tmp" && "${measure[@]}" "$@") >"$tmp/$name.log" 2>&1; then
         echo "bench-build.sh: failed: $*" >&2
         cat "$tmp/$name.log" >&2
         exit 1
     fi
     t1=$(now_us)
     samples+=("$((t1 - t0))")
+    [[ -n $gnu_time ]] && peaks+=("$(tail -n 1 "$tmp/$name.rss")")
+    return 0
 }
+# mib KIB: KiB as MiB.
+mib() { echo "$(($1 / 1024)) MiB"; }
 
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
     print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
@@ -100,13 +118,16 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
 echo "==> sqlite3.c $version ($(wc -l <"$src") lines), $runs runs each, $(nproc) cores"
 echo "    gcc:  $(command -v gcc) -O2 -c sqlite3.c"
 echo "    tool: $(command -v "$cc") -O2 ${extra:+$extra }-c sqlite3.c"
-preprocess=() plain=() tool=()
+preprocess=() plain=() tool=() preprocess_rss=() plain_rss=() tool_rss=()
 for ((i = 1; i <= runs; i++)); do
     time_us preprocess gcc -O2 -E sqlite3.c -o /dev/null
     time_us plain gcc -O2 -c sqlite3.c -o gcc.o
     time_us tool "$cc" -O2 "${extra_flags[@]}" -c sqlite3.c -o tool.o
     printf '    run %d: preprocess %s s, gcc %s s, tool %s s\n' "$i" \
         "$(secs "${preprocess[-1]}")" "$(secs "${plain[-1]}")" "$(secs "${tool[-1]}")"
+    if [[ -n $gnu_time ]]; then
+        printf '           peak memory: gcc %s, tool %s\n' "$(mib "${plain_rss[-1]}")" "$(mib "${tool_rss[-1]}")"
+    fi
 done
 if [[ -s $tmp/tool.log ]]; then
     echo "    (the tool printed $(wc -l <"$tmp/tool.log") lines on its last run; $(grep -c 'warning:' "$tmp/tool.log" || true) warnings)"
@@ -119,3 +140,11 @@ ratio=$(awk -v a="$m_tool" -v b="$m_gcc" 'BEGIN { printf "%.2f", a / b }')
 verdict=$(awk -v r="$ratio" -v m="$max_ratio" 'BEGIN { print (r <= m) ? "within" : "OVER" }')
 echo "==> medians: preprocess $(secs "$m_pre") s, gcc -O2 $(secs "$m_gcc") s, tool $(secs "$m_tool") s"
 echo "==> ratio tool/gcc: ${ratio}x ($verdict the ${max_ratio}x target)"
+if [[ -n $gnu_time ]]; then
+    p_gcc=$(median "${plain_rss[@]}")
+    p_tool=$(median "${tool_rss[@]}")
+    echo "==> peak memory (largest process, median): gcc -O2 $(mib "$p_gcc"), tool $(mib "$p_tool")" \
+        "($(awk -v a="$p_tool" -v b="$p_gcc" 'BEGIN { printf "%.2f", a / b }')x)"
+else
+    echo "==> peak memory: not measured (no GNU time at /usr/bin/time)"
+fi

@@ -441,3 +441,61 @@ fn stats_and_the_static_runtime() {
         "{resolved}"
     );
 }
+
+/// The stage hands the instrumented text to the real cc1 as its standard
+/// input and becomes it: the object names the user's file as gcc's does
+/// (cc1 takes a preprocessed input's name from its first line marker,
+/// not from `-`), `-save-temps` keeps gcc's own files, and nothing is
+/// left in the temporary folder.
+#[test]
+fn the_instrumented_text_reaches_cc1_without_a_file_left_behind() {
+    let lab = Lab::new();
+    lab.write("hello.c", HELLO);
+    let scratch = lab.path("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let compile = |args: &[&str]| {
+        let output = lab
+            .command(sampler_cc())
+            .args(args)
+            .env("TMPDIR", &scratch)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+    };
+    compile(&[
+        "-fsampler-strict",
+        "-g",
+        "-O2",
+        "-c",
+        "hello.c",
+        "-o",
+        "hello.o",
+    ]);
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+    lab.gcc(&["-g", "-O2", "-c", "hello.c", "-o", "plain.o"]);
+    let unit_names = |object: &str| -> Vec<String> {
+        let dump = lab
+            .command("readelf")
+            .args(["--debug-dump=info", object])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&dump.stdout)
+            .lines()
+            .filter(|line| line.contains("DW_AT_name") && line.ends_with(".c"))
+            .map(|line| line.rsplit(' ').next().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(unit_names("hello.o"), ["hello.c"]);
+    assert_eq!(unit_names("hello.o"), unit_names("plain.o"));
+    compile(&[
+        "-fsampler-strict",
+        "-save-temps",
+        "-c",
+        "hello.c",
+        "-o",
+        "saved.o",
+    ]);
+    // gcc names them after the output, as it does itself.
+    assert!(lab.path("saved.i").exists() && lab.path("saved.s").exists());
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+}
