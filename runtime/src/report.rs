@@ -532,9 +532,6 @@ mod tests {
         }
     }
 
-    /// Runs of all-zero rows, longer than one pattern of them, between
-    /// and after rows with counts, come out as rows of zeros; rows of a
-    /// single zero (arity 1) too.
     /// Every placement of one or two counts in small tables, for the scan
     /// that skips zero rows four values at a time: at the first and last
     /// value, in one row or two, with rows of 1 to 5 values.
@@ -565,6 +562,9 @@ mod tests {
         }
     }
 
+    /// Runs of all-zero rows, longer than one pattern of them, between
+    /// and after rows with counts, come out as rows of zeros; rows of a
+    /// single zero (arity 1) too.
     #[test]
     fn runs_of_zero_rows_print_as_the_rows_they_are() {
         for arity in [1usize, 2, 3, 9] {

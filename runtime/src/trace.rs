@@ -80,7 +80,7 @@ const CLAIMING: u8 = 2;
 struct Entry {
     /// `index + 1` once the record at `index` is complete; 0 while written.
     stamp: AtomicU64,
-    /// [`Observed::key`]: a value's address, or a scheme table's address
+    /// From [`Observed::fields`]: a value's address, or a scheme table's address
     /// with [`SCHEME_TAG`] set.
     key: AtomicU64,
     /// `site << 16 | slot` when `key` names a scheme table; left as it was

@@ -869,8 +869,6 @@ impl Context<'_> {
              extern int __cbi_atoms_observe(const volatile void *) __asm__(\"cbi_atomsObserve\");\n\
              extern int __cbi_g_object_classify(const void *) \
              __asm__(\"cbi_gObjectUnrefClassify\");\n\
-             extern void __cbi_trace_observe(const void *, unsigned int, unsigned int) \
-             __asm__(\"cbi_traceObserve\");\n\
              extern __thread void *cbi_traceRing __attribute__((__tls_model__(\"initial-exec\")));\n\
              extern __thread unsigned long long cbi_sampledEvents \
              __attribute__((__tls_model__(\"initial-exec\")));\n\
