@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 
 use sampler_formats::Scheme;
 
-use super::{BOUNDS_POINTER, BOUNDS_SIGNED, BOUNDS_UNSIGNED, Context, Found, Insertion};
+use super::{BOUNDS_POINTER, BOUNDS_SIGNED, BOUNDS_UNSIGNED, Context, Found, Insertion, symbol};
 use crate::dataflow::{self, is_assignment};
 use crate::frontend::{Function, NodeId, NodeKind, Storage, TypeClass, ValueType, Variable};
 use crate::preprocessed::site_text;
@@ -508,11 +508,23 @@ impl Context<'_> {
                     } else {
                         other
                     };
-                    let increment = self.increment(
-                        Scheme::ScalarPairs,
-                        *next,
-                        &format!("({new} > __cbi_o) + ({new} >= __cbi_o)"),
-                    );
+                    let increment = match pair_helper(&target.ty) {
+                        // Sampled: the unit's helper compares and counts,
+                        // so that each candidate is one call with its two
+                        // values (BENCHMARKS.md, stop 41).
+                        Some((helper, cast)) if self.options.sample => format!(
+                            "{}_pair_{helper}(&{}_{}[{}][0], ({cast})({new}), ({cast})__cbi_o)",
+                            self.prefix,
+                            self.prefix,
+                            symbol(Scheme::ScalarPairs),
+                            *next
+                        ),
+                        _ => self.increment(
+                            Scheme::ScalarPairs,
+                            *next,
+                            &format!("({new} > __cbi_o) + ({new} >= __cbi_o)"),
+                        ),
+                    };
                     let compare = if guarded {
                         // The pointer may have been freed: comparing its
                         // value as an integer is what the user's program
@@ -790,5 +802,23 @@ fn rewrite(
                 format!("; {observe}{value}; }})"),
             )]
         }
+    }
+}
+
+/// The `pair` helper (prelude, `instrument::Context::prelude`) that
+/// compares a `scalar-pairs` site's two values of type `ty` and counts
+/// the outcome, with the type both are converted to: `s` (`long long`)
+/// for every type of 32 bits or fewer, whatever its signedness (which
+/// `char` and enumerations leave to the compiler: `long long` holds both
+/// orders), and for 64-bit signed integers; `u` (`unsigned long long`)
+/// for 64-bit unsigned integers and pointers (compared as `unsigned
+/// long`). `None` for wider types and 64-bit enumerations, which keep
+/// their comparison in place.
+fn pair_helper(ty: &ValueType) -> Option<(&'static str, &'static str)> {
+    match (ty.class, ty.bits) {
+        (_, 0..=32) => Some(("s", "long long")),
+        (TypeClass::SignedInteger, 64) => Some(("s", "long long")),
+        (TypeClass::UnsignedInteger | TypeClass::Pointer, 64) => Some(("u", "unsigned long long")),
+        _ => None,
     }
 }
