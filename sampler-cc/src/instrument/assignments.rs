@@ -512,13 +512,17 @@ impl Context<'_> {
                         // Sampled: the unit's helper compares and counts,
                         // so that each candidate is one call with its two
                         // values (BENCHMARKS.md, stop 41).
-                        Some((helper, cast)) if self.options.sample => format!(
-                            "{}_pair_{helper}(&{}_{}[{}][0], ({cast})({new}), ({cast})__cbi_o)",
-                            self.prefix,
-                            self.prefix,
-                            symbol(Scheme::ScalarPairs),
-                            *next
-                        ),
+                        Some((helper, cast))
+                            if self.options.sample && self.options.pair_helpers =>
+                        {
+                            format!(
+                                "{}_pair_{helper}(&{}_{}[{}][0], ({cast})({new}), ({cast})__cbi_o)",
+                                self.prefix,
+                                self.prefix,
+                                symbol(Scheme::ScalarPairs),
+                                *next
+                            )
+                        }
                         _ => self.increment(
                             Scheme::ScalarPairs,
                             *next,

@@ -1030,6 +1030,7 @@ impl Context<'_> {
             );
         }
         if self.options.sample
+            && self.options.pair_helpers
             && tables
                 .iter()
                 .any(|(scheme, _)| *scheme == Scheme::ScalarPairs)

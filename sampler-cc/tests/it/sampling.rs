@@ -370,6 +370,8 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
         (&[regions, "-fno-sample-split-loops"], unsplit.clone()),
         (&[regions, "-fsample-whole-loops"], whole_loops.to_owned()),
         (&["-fsample-regions"], warm(&counted, not)),
+        // `scalar-pairs` compared in place, not by the unit's pair helper.
+        (&["-fno-sample-pair-helpers"], warm(&counted, not)),
         (&["-fno-sample-counted-loops"], warm(&unrolled, not)),
         (&["-fno-sample-split-loops"], warm(&unsplit, not)),
         // Within calls, `recursive` is not one run and so is taken, and
