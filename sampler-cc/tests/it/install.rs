@@ -346,6 +346,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-sample-inline-allowance",
             "-fsample-unhoisted-copies",
             "-fno-sample-unhoisted-copies",
+            "-fsample-pair-helpers",
+            "-fno-sample-pair-helpers",
             "-fsample-whole-loops",
             "-fno-sample-whole-loops",
             "-fsample-warm-loops",
