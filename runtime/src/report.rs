@@ -532,6 +532,17 @@ mod tests {
         }
     }
 
+    /// The report's rows of a counters table of `arity` values a row.
+    fn counter_rows(values: &[u64], arity: usize) -> String {
+        values
+            .chunks(arity)
+            .map(|row| {
+                let row: Vec<String> = row.iter().map(u64::to_string).collect();
+                row.join("\t") + "\n"
+            })
+            .collect()
+    }
+
     /// Every placement of one or two counts in small tables, for the scan
     /// that skips zero rows four values at a time: at the first and last
     /// value, in one row or two, with rows of 1 to 5 values.
@@ -545,12 +556,7 @@ mod tests {
                         let mut values = vec![0u64; total];
                         values[first] = 3;
                         values[second] += 40;
-                        let mut expected = String::new();
-                        for row in values.chunks(arity) {
-                            let row: Vec<String> = row.iter().map(u64::to_string).collect();
-                            expected.push_str(&row.join("\t"));
-                            expected.push('\n');
-                        }
+                        let expected = counter_rows(&values, arity);
                         with_bounds_unit(COUNTERS, arity as u32, &mut values, |unit| {
                             let text = written(4096, |out| write_unit(out, unit, true));
                             assert_eq!(text, section(&expected), "{arity} {rows} {first} {second}");
@@ -572,12 +578,7 @@ mod tests {
             let mut values = vec![0u64; rows * arity];
             values[arity * 3] = 5;
             values[arity * (rows - 40) + arity - 1] = 12;
-            let mut expected = String::new();
-            for row in values.chunks(arity) {
-                let row: Vec<String> = row.iter().map(u64::to_string).collect();
-                expected.push_str(&row.join("\t"));
-                expected.push('\n');
-            }
+            let expected = counter_rows(&values, arity);
             with_bounds_unit(COUNTERS, arity as u32, &mut values, |unit| {
                 for capacity in [7, 4096] {
                     let text = written(capacity, |out| write_unit(out, unit, false));
