@@ -133,6 +133,41 @@ impl Lab {
         output
     }
 
+    /// Runs `program args` with `env` until it dies of SIGSEGV, its
+    /// report written to `report`, then reads that report with the
+    /// resolver `tool` (`resolve-trace`, `resolve-backtrace`); returns
+    /// the program's and the resolver's standard output.
+    fn crash_resolved(
+        &self,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        report: &str,
+        tool: &str,
+    ) -> (String, String) {
+        use std::os::unix::process::ExitStatusExt;
+        let report = self.path(report);
+        let output = self
+            .command(self.path(program))
+            .args(args)
+            .env("SAMPLER_FILE", &report)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert_eq!(output.status.signal(), Some(11), "{program}: {output:?}");
+        let resolved = self
+            .tool(tool)
+            .arg(self.path(program))
+            .stdin(std::fs::File::open(&report).unwrap())
+            .output()
+            .unwrap();
+        assert!(resolved.status.success(), "{tool}: {resolved:?}");
+        (
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(resolved.stdout).unwrap(),
+        )
+    }
+
     /// Runs `program args` with its report written to `report`.
     fn run(&self, program: &str, args: &[&str], report: &str, env: &[(&str, &str)]) -> String {
         let output = self

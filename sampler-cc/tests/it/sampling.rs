@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::os::unix::process::ExitStatusExt;
 
 use super::*;
 
@@ -2549,24 +2548,14 @@ fn slow_copies(lab: &Lab, program: &str) -> Vec<String> {
 /// The first two frames, as `function file:line`, of the backtrace that
 /// `program args` reports when it dies of SIGSEGV at `sparsity`.
 fn crash_frames(lab: &Lab, program: &str, args: &[&str], sparsity: &str) -> Vec<String> {
-    let report = lab.path(format!("{program}-crash-{sparsity}.report").as_str());
-    let output = lab
-        .command(lab.path(program))
-        .args(args)
-        .env("SAMPLER_FILE", &report)
-        .env("SAMPLER_SPARSITY", sparsity)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.signal(), Some(11), "{output:?}");
-    let resolved = lab
-        .tool("resolve-backtrace")
-        .arg(lab.path(program))
-        .stdin(std::fs::File::open(&report).unwrap())
-        .output()
-        .unwrap();
-    assert!(resolved.status.success(), "{resolved:?}");
-    String::from_utf8(resolved.stdout)
-        .unwrap()
+    let (_, resolved) = lab.crash_resolved(
+        program,
+        args,
+        &[("SAMPLER_SPARSITY", sparsity)],
+        &format!("{program}-crash-{sparsity}.report"),
+        "resolve-backtrace",
+    );
+    resolved
         .lines()
         .skip(1)
         .take(2)

@@ -58,25 +58,12 @@ int main(int argc, char **argv)
 /// thread (`SAMPLER_TRACE`), until it crashes (SIGSEGV); returns its
 /// standard output and `resolve-trace`'s reading of its report.
 fn crash_traced(lab: &Lab, program: &str, records: &str) -> (String, String) {
-    let report = lab.path(&format!("{program}.report"));
-    let output = lab
-        .command(lab.path(program))
-        .env("SAMPLER_FILE", &report)
-        .env("SAMPLER_SPARSITY", "1")
-        .env("SAMPLER_TRACE", records)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.signal(), Some(11), "{program}: {output:?}");
-    let resolved = lab
-        .tool("resolve-trace")
-        .arg(lab.path(program))
-        .stdin(std::fs::File::open(&report).unwrap())
-        .output()
-        .unwrap();
-    assert!(resolved.status.success(), "resolve-trace: {resolved:?}");
-    (
-        String::from_utf8(output.stdout).unwrap(),
-        String::from_utf8(resolved.stdout).unwrap(),
+    lab.crash_resolved(
+        program,
+        &[],
+        &[("SAMPLER_SPARSITY", "1"), ("SAMPLER_TRACE", records)],
+        &format!("{program}.report"),
+        "resolve-trace",
     )
 }
 
