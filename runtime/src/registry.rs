@@ -194,64 +194,51 @@ pub(crate) fn locked<T>(body: impl FnOnce() -> T) -> T {
     body()
 }
 
-/// The position of the scheme table at `address` among the scheme tables
-/// of every registered unit, counted in [`for_each`] order (units newest
-/// first, each unit's schemes in order); `None` when no registered unit
-/// holds it. `address` is only compared, never read. Async-signal-safe.
-pub(crate) fn scheme_index(address: usize) -> Option<u32> {
-    let size = size_of::<CbiSchemeSites>();
+/// The position, among the scheme tables of every registered unit
+/// counted in [`for_each`] order (units newest first, each unit's schemes
+/// in order), of the first table for which `matches` gives something, and
+/// that. Async-signal-safe when `matches` is.
+fn find_table<T>(mut matches: impl FnMut(&CbiSchemeSites) -> Option<T>) -> Option<(u32, T)> {
     let mut before = 0usize;
     let mut found = None;
     for_each(&mut |unit| {
-        let tables = schemes(unit);
-        let base = tables.as_ptr() as usize;
-        if found.is_none()
-            && address >= base
-            && address - base < size_of_val(tables)
-            && (address - base).is_multiple_of(size)
-        {
-            found = Some(before + (address - base) / size);
+        for table in schemes(unit) {
+            if found.is_none()
+                && let Some(result) = matches(table)
+            {
+                found = Some((before, result));
+            }
+            before += 1;
         }
-        before += tables.len();
     });
-    found.and_then(|index| u32::try_from(index).ok())
+    let (index, result) = found?;
+    Some((u32::try_from(index).ok()?, result))
+}
+
+/// The position of the scheme table at `address` among the scheme tables
+/// of every registered unit ([`find_table`]'s order); `None` when no
+/// registered unit holds it. `address` is only compared, never read.
+/// Async-signal-safe.
+pub(crate) fn scheme_index(address: usize) -> Option<u32> {
+    find_table(|table| (ptr::from_ref(table) as usize == address).then_some(()))
+        .map(|(index, ())| index)
 }
 
 /// The table, site and slot of the value at `address`: the position of
-/// the scheme table whose values hold it (counted as [`scheme_index`]
-/// counts), its row and its column. `None` when no registered unit's
-/// values hold it or it is not the start of one. Every kind of table
-/// holds 8-byte values, `arity` to a row. `address` is only compared,
-/// never read. Async-signal-safe.
+/// the scheme table whose values hold it ([`find_table`]'s order), its row
+/// and its column. `None` when no registered unit's values hold it or it
+/// is not the start of one. Every kind of table holds 8-byte values,
+/// `arity` to a row. `address` is only compared, never read.
+/// Async-signal-safe.
 pub(crate) fn value_position(address: usize) -> Option<(u32, u32, u32)> {
     const VALUE: usize = size_of::<u64>();
-    let mut before = 0usize;
-    let mut found = None;
-    for_each(&mut |unit| {
-        let tables = schemes(unit);
-        if found.is_none() {
-            for (index, table) in tables.iter().enumerate() {
-                let base = table.values as usize;
-                let row = table.arity as usize * VALUE;
-                let Some(offset) = address.checked_sub(base) else {
-                    continue;
-                };
-                if offset < row.saturating_mul(table.n_sites as usize)
-                    && offset.is_multiple_of(VALUE)
-                {
-                    found = Some((before + index, offset / row, offset % row / VALUE));
-                    break;
-                }
-            }
-        }
-        before += tables.len();
-    });
-    let (table, site, slot) = found?;
-    Some((
-        u32::try_from(table).ok()?,
-        u32::try_from(site).ok()?,
-        u32::try_from(slot).ok()?,
-    ))
+    let (table, (site, slot)) = find_table(|table| {
+        let offset = address.checked_sub(table.values as usize)?;
+        let row = table.arity as usize * VALUE;
+        (offset < row.saturating_mul(table.n_sites as usize) && offset.is_multiple_of(VALUE))
+            .then(|| (offset / row, offset % row / VALUE))
+    })?;
+    Some((table, u32::try_from(site).ok()?, u32::try_from(slot).ok()?))
 }
 
 #[cfg(test)]

@@ -137,12 +137,16 @@ impl Observed {
     fn fields(self) -> (u64, Option<u64>) {
         match self {
             Self::Value(address) => (address as u64, None),
-            Self::Site { scheme, site, slot } => (
-                scheme as u64 | SCHEME_TAG,
-                Some(u64::from(site) << 16 | u64::from(slot)),
-            ),
+            Self::Site { scheme, site, slot } => {
+                (scheme as u64 | SCHEME_TAG, Some(pack_site_slot(site, slot)))
+            }
         }
     }
+}
+
+/// [`Entry::site_slot`]'s packing of a site and a slot.
+fn pack_site_slot(site: u32, slot: u16) -> u64 {
+    u64::from(site) << 16 | u64::from(slot)
 }
 
 /// A record copied out of a ring, table resolved.
@@ -640,8 +644,7 @@ fn locate(key: u64, site_slot: u64) -> Option<(u32, u64)> {
         Some((table, site_slot))
     } else {
         let (table, site, slot) = registry::value_position(key as usize)?;
-        let slot = u16::try_from(slot).ok()?;
-        Some((table, u64::from(site) << 16 | u64::from(slot)))
+        Some((table, pack_site_slot(site, u16::try_from(slot).ok()?)))
     }
 }
 
