@@ -998,6 +998,12 @@ impl Context<'_> {
             );
         }
         out.push_str("};\n");
+        // The common case of every count helper below: one test, then a
+        // plain increment of `counter`.
+        let count = format!(
+            "if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
+             ++*counter; else {prefix}_count_slowly(counter);"
+        );
         if self.options.sample && tables.iter().any(|(scheme, _)| *scheme != Scheme::Bounds) {
             // Counts one sampled observation of any counting scheme. `count`
             // is the common case, one test: the byte the runtime's
@@ -1024,9 +1030,7 @@ impl Context<'_> {
                  void *ring = cbi_traceRing; \
                  if (__builtin_expect(ring != 0, 0)) \
                  __cbi_trace_record_value(ring, cbi_sampledEvents, counter); }}\n\
-                 {helper} {prefix}_count(unsigned long long *counter) \
-                 {{ if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
-                 ++*counter; else {prefix}_count_slowly(counter); }}"
+                 {helper} {prefix}_count(unsigned long long *counter) {{ {count} }}"
             );
         }
         if self.options.sample
@@ -1046,8 +1050,7 @@ impl Context<'_> {
                     out,
                     "{helper} {prefix}_pair_{suffix}(unsigned long long *row, {ty} value, {ty} other) \
                      {{ unsigned long long *counter = row + (value > other) + (value >= other); \
-                     if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
-                     ++*counter; else {prefix}_count_slowly(counter); }}"
+                     {count} }}"
                 );
             }
         }
