@@ -19,6 +19,7 @@
 //! side effects, since it is read twice.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
 
 use sampler_formats::Scheme;
 
@@ -402,6 +403,8 @@ impl Context<'_> {
             let value = format!("__cbi_v{id}");
             let mut code = String::new();
             let sites_before = found.sites.len();
+            // Checks that sites observed together spare (below).
+            let mut saved_checks = 0;
             let fields = || {
                 vec![
                     target.text.clone(),
@@ -436,6 +439,21 @@ impl Context<'_> {
                     }
                 };
                 let pointer = target.ty.class == TypeClass::Pointer;
+                // Pointers are compared as integers: `<` between pointers
+                // into different objects is undefined, and a freed
+                // pointer's value may not be compared as a pointer (but
+                // its representation, as an integer, may); `unsigned long`
+                // is pointer-sized on every ELF ABI (the `.i` has no
+                // `__UINTPTR_TYPE__` macro any more).
+                let (ty, new) = if pointer {
+                    (
+                        "unsigned long".to_owned(),
+                        format!("(unsigned long){value}"),
+                    )
+                } else {
+                    (format!("__typeof__({value})"), value.clone())
+                };
+                let mut reads: Vec<PairRead<'_>> = Vec::new();
                 for (candidate, kind) in self.candidates(function, at, &target.ty, visible) {
                     // A pointer is read through a `volatile` access (below),
                     // which a `register` variable cannot have.
@@ -489,64 +507,82 @@ impl Context<'_> {
                         }
                         _ => candidate,
                     };
-                    // Pointers are compared as integers: `<` between
-                    // pointers into different objects is undefined, and a
-                    // freed pointer's value may not be compared as a
-                    // pointer (but its representation, as an integer, may);
-                    // `unsigned long` is pointer-sized on every ELF ABI
-                    // (the `.i` has no `__UINTPTR_TYPE__` macro any more).
-                    let (ty, new) = if pointer {
-                        (
-                            "unsigned long".to_owned(),
-                            format!("(unsigned long){value}"),
-                        )
-                    } else {
-                        (format!("__typeof__({value})"), value.clone())
-                    };
                     let other = if pointer {
                         format!("(unsigned long){other}")
                     } else {
                         other
                     };
-                    let increment = match pair_helper(&target.ty) {
-                        // Sampled: the unit's helper compares and counts,
-                        // so that each candidate is one call with its two
-                        // values (BENCHMARKS.md, stop 41).
-                        Some((helper, cast))
-                            if self.options.sample && self.options.pair_helpers =>
-                        {
-                            format!(
-                                "{}_pair_{helper}(&{}_{}[{}][0], ({cast})({new}), ({cast})__cbi_o)",
-                                self.prefix,
-                                self.prefix,
-                                symbol(Scheme::ScalarPairs),
-                                *next
-                            )
-                        }
-                        _ => self.increment(
-                            Scheme::ScalarPairs,
-                            *next,
-                            &format!("({new} > __cbi_o) + ({new} >= __cbi_o)"),
-                        ),
-                    };
-                    let compare = if guarded {
-                        // The pointer may have been freed: comparing its
-                        // value as an integer is what the user's program
-                        // cannot do, so gcc's warning about it is not the
-                        // user's. The pragmas (lines of their own; the
-                        // insertion puts the user's text back at its line
-                        // and column after them) cover only this read.
-                        format!(
-                            "__extension__ ({{ \n{WARNINGS_OFF}{ty} __cbi_o = {other};\n\
-                             #pragma GCC diagnostic pop\n{increment}; }})"
-                        )
-                    } else {
-                        format!("__extension__ ({{ {ty} __cbi_o = {other}; {increment}; }})")
-                    };
-                    code.push_str(&self.observe(Scheme::ScalarPairs, *next, &compare));
-                    code.push_str("; ");
+                    reads.push(PairRead {
+                        id: *next,
+                        ty: &ty,
+                        other,
+                        guarded,
+                    });
                     found.sites.push((Scheme::ScalarPairs, site));
                     *next += 1;
+                }
+                let first = reads.first().map_or(0, |read| read.id);
+                let together = self.observe_pairs_together(&target.ty, &reads);
+                if let (Some((helper, cast)), true) = (pair_helper(&target.ty), together) {
+                    // One event for all the assignment's candidates: one
+                    // check, and a call of a group helper for each
+                    // PAIRS_PER_CALL of them (BENCHMARKS.md, stop 42).
+                    let mut group = String::from("__extension__ ({ ");
+                    for (index, read) in reads.iter().enumerate() {
+                        group.push_str(&read.declaration(&format!("__cbi_o{index}")));
+                    }
+                    let mut calls = Vec::new();
+                    let mut done = 0;
+                    for n in pair_calls(reads.len()) {
+                        let values: String = (done..done + n)
+                            .map(|index| format!(", ({cast})__cbi_o{index}"))
+                            .collect();
+                        calls.push(format!(
+                            "{prefix}_pairs{n}_{helper}(&{prefix}_{table}[{}][0], ({cast})({new}){values})",
+                            first + done,
+                            prefix = self.prefix,
+                            table = symbol(Scheme::ScalarPairs),
+                        ));
+                        done += n;
+                    }
+                    let _ = write!(group, "{}; }})", calls.join(", "));
+                    code.push_str(&self.observe_sites(
+                        Scheme::ScalarPairs,
+                        first..first + reads.len(),
+                        &group,
+                    ));
+                    code.push_str("; ");
+                    saved_checks = reads.len() - 1;
+                } else {
+                    for read in &reads {
+                        let increment = match pair_helper(&target.ty) {
+                            // Sampled: the unit's helper compares and
+                            // counts, so that each candidate is one call
+                            // with its two values (BENCHMARKS.md, stop 41).
+                            Some((helper, cast))
+                                if self.options.sample && self.options.pair_helpers =>
+                            {
+                                format!(
+                                    "{}_pair_{helper}(&{}_{}[{}][0], ({cast})({new}), ({cast})__cbi_o)",
+                                    self.prefix,
+                                    self.prefix,
+                                    symbol(Scheme::ScalarPairs),
+                                    read.id
+                                )
+                            }
+                            _ => self.increment(
+                                Scheme::ScalarPairs,
+                                read.id,
+                                &format!("({new} > __cbi_o) + ({new} >= __cbi_o)"),
+                            ),
+                        };
+                        let compare = format!(
+                            "__extension__ ({{ {}{increment}; }})",
+                            read.declaration("__cbi_o")
+                        );
+                        code.push_str(&self.observe(Scheme::ScalarPairs, read.id, &compare));
+                        code.push_str("; ");
+                    }
                 }
             }
             if let Some(next) = ids.bounds.as_mut()
@@ -597,7 +633,8 @@ impl Context<'_> {
                 Form::Declaration { value: init } => init,
                 _ => id,
             };
-            found.mark(anchor, found.sites.len() - sites_before, false);
+            let sites = found.sites.len() - sites_before;
+            found.mark_checks(anchor, sites, sites - saved_checks, false);
             found
                 .insertions
                 .extend(rewrite(function, id, &form, &target, &value, &code));
@@ -651,6 +688,22 @@ impl Context<'_> {
     /// visible there (globals declared earlier, parameters, locals in
     /// scope, each unless shadowed), as `kind_of` classifies them, then the
     /// constants.
+    /// Whether an assignment's `scalar-pairs` candidates `reads`, of an
+    /// assigned value of type `ty`, are observed together: sampled per
+    /// region (`-fsample-sites` decides for each site), through the pair
+    /// helpers, two candidates or more, all of one scale (rates may give
+    /// each its own).
+    fn observe_pairs_together(&self, ty: &ValueType, reads: &[PairRead<'_>]) -> bool {
+        let options = self.options;
+        let scale = |read: &PairRead<'_>| self.scale(Scheme::ScalarPairs, read.id);
+        options.sample
+            && options.sample_regions
+            && options.pair_helpers
+            && pair_helper(ty).is_some()
+            && reads.len() >= 2
+            && reads.iter().all(|read| scale(read) == scale(&reads[0]))
+    }
+
     fn candidates(
         &self,
         function: &Function,
@@ -824,5 +877,80 @@ fn pair_helper(ty: &ValueType) -> Option<(&'static str, &'static str)> {
         (TypeClass::SignedInteger, 64) => Some(("s", "long long")),
         (TypeClass::UnsignedInteger | TypeClass::Pointer, 64) => Some(("u", "unsigned long long")),
         _ => None,
+    }
+}
+
+/// The most candidates one call of a group helper (`pairsN`) observes:
+/// with the row and the value, as many arguments as x86-64 passes in
+/// registers.
+pub(super) const PAIRS_PER_CALL: usize = 4;
+
+/// How many candidates each call of a group helper observes, for `count`
+/// of them (two or more): PAIRS_PER_CALL at a time, the rest two to
+/// PAIRS_PER_CALL (five are three and two).
+fn pair_calls(mut count: usize) -> Vec<usize> {
+    let mut calls = Vec::new();
+    while count > PAIRS_PER_CALL {
+        let n = if count == PAIRS_PER_CALL + 1 {
+            PAIRS_PER_CALL - 1
+        } else {
+            PAIRS_PER_CALL
+        };
+        calls.push(n);
+        count -= n;
+    }
+    calls.push(count);
+    calls
+}
+
+/// How one `scalar-pairs` candidate is read for an assignment: the
+/// value it is compared with, converted to the assigned value's type
+/// `ty` (or `unsigned long`, for pointers).
+struct PairRead<'t> {
+    /// The candidate's site.
+    id: usize,
+    ty: &'t str,
+    other: String,
+    /// A pointer that may have been freed: read where gcc's warnings
+    /// about it are off.
+    guarded: bool,
+}
+
+impl PairRead<'_> {
+    /// The declaration of `name` holding the candidate's value.
+    fn declaration(&self, name: &str) -> String {
+        let (ty, other) = (self.ty, &self.other);
+        if self.guarded {
+            // Comparing a pointer that may have been freed as an integer
+            // is what the user's program cannot do, so gcc's warning about
+            // it is not the user's. The pragmas (lines of their own; the
+            // insertion puts the user's text back at its line and column
+            // after them) cover only this read.
+            format!("\n{WARNINGS_OFF}{ty} {name} = {other};\n#pragma GCC diagnostic pop\n")
+        } else {
+            format!("{ty} {name} = {other}; ")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn group_helper_calls_cover_every_candidate_two_to_four_at_a_time() {
+        assert_eq!(pair_calls(2), [2]);
+        assert_eq!(pair_calls(4), [4]);
+        assert_eq!(pair_calls(5), [3, 2]);
+        assert_eq!(pair_calls(6), [4, 2]);
+        assert_eq!(pair_calls(9), [4, 3, 2]);
+        for count in 2..200 {
+            let calls = pair_calls(count);
+            assert_eq!(calls.iter().sum::<usize>(), count);
+            assert!(
+                calls.iter().all(|&n| (2..=PAIRS_PER_CALL).contains(&n)),
+                "{count}"
+            );
+        }
     }
 }

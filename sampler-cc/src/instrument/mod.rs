@@ -174,10 +174,17 @@ impl Found {
     /// Records that `count` sites, the last found, observe an event each
     /// time expression `node` is evaluated.
     fn mark(&mut self, node: NodeId, count: usize, lvalue: bool) {
+        self.mark_checks(node, count, count, lvalue);
+    }
+
+    /// [`Self::mark`] for sites whose code takes `checks` sampling
+    /// decisions, fewer than its sites where some are observed together.
+    fn mark_checks(&mut self, node: NodeId, count: usize, checks: usize, lvalue: bool) {
         if count > 0 {
             self.marks.push(regions::Mark {
                 node,
                 count: count as u32,
+                checks: checks as u32,
                 lvalue,
                 first_site: self.sites.len() - count,
                 scale: 1,
@@ -639,28 +646,37 @@ impl Context<'_> {
     /// runtime's countdown unless `-fno-sample`, and followed by the
     /// site's timestamps if asked for.
     fn observe(&self, scheme: Scheme, id: usize, action: &str) -> String {
+        self.observe_sites(scheme, id..id + 1, action)
+    }
+
+    /// [`Self::observe`] for sites `ids` of `scheme` observed together, as
+    /// one event (an assignment's `scalar-pairs` candidates): one check at
+    /// the first site's scale, which the caller has made sure is every
+    /// site's, then each site's timestamps.
+    fn observe_sites(&self, scheme: Scheme, ids: std::ops::Range<usize>, action: &str) -> String {
         let (first, last) = (self.options.timestamp_first, self.options.timestamp_last);
-        let action = if first || last {
-            let table = |wanted: bool, when: &str| {
-                if wanted {
-                    format!("&{}_{}_{when}[{id}]", self.prefix, symbol(scheme))
-                } else {
-                    "0".to_owned()
-                }
-            };
-            format!(
-                "({action}, {}_stamp({}, {}))",
-                self.prefix,
-                table(first, "first"),
-                table(last, "last")
-            )
-        } else {
-            action.to_owned()
-        };
+        let mut action = action.to_owned();
+        if first || last {
+            for id in ids.clone() {
+                let table = |wanted: bool, when: &str| {
+                    if wanted {
+                        format!("&{}_{}_{when}[{id}]", self.prefix, symbol(scheme))
+                    } else {
+                        "0".to_owned()
+                    }
+                };
+                action = format!(
+                    "({action}, {}_stamp({}, {}))",
+                    self.prefix,
+                    table(first, "first"),
+                    table(last, "last")
+                );
+            }
+        }
         if self.options.sample {
             format!(
                 "{}{action} : (void)0)",
-                sampled_check(self.scale(scheme, id))
+                sampled_check(self.scale(scheme, ids.start))
             )
         } else {
             action
@@ -1000,10 +1016,8 @@ impl Context<'_> {
         out.push_str("};\n");
         // The common case of every count helper below: one test, then a
         // plain increment of `counter`.
-        let count = format!(
-            "if (__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)) \
-             ++*counter; else {prefix}_count_slowly(counter);"
-        );
+        let plain = "__builtin_expect(*__atomic_load_n(&cbi_plainCounts, 0) != 0, 1)";
+        let count = format!("if ({plain}) ++*counter; else {prefix}_count_slowly(counter);");
         if self.options.sample && tables.iter().any(|(scheme, _)| *scheme != Scheme::Bounds) {
             // Counts one sampled observation of any counting scheme. `count`
             // is the common case, one test: the byte the runtime's
@@ -1045,6 +1059,14 @@ impl Context<'_> {
             // are made here, once per unit, where each candidate wrote
             // them in place. gcc compiles an instrumented sqlite3.c 27%
             // faster so (BENCHMARKS.md, stop 41). Counts as `count` does.
+            //
+            // `pairsN` observes N of an assignment's candidates together,
+            // one row each from `row` on (their sites are consecutive):
+            // one call and one test of `cbi_plainCounts` for up to
+            // PAIRS_PER_CALL candidates, their values in registers, where
+            // each was a call of `pair` (`-fsample-regions`; BENCHMARKS.md,
+            // stop 42). Its slow path is a function of its own, so that
+            // the common case saves no registers.
             for (suffix, ty) in [("s", "long long"), ("u", "unsigned long long")] {
                 let _ = writeln!(
                     out,
@@ -1052,6 +1074,33 @@ impl Context<'_> {
                      {{ unsigned long long *counter = row + (value > other) + (value >= other); \
                      {count} }}"
                 );
+                if !self.options.sample_regions {
+                    continue;
+                }
+                for n in 2..=assignments::PAIRS_PER_CALL {
+                    let parameters: String = (0..n).map(|i| format!(", {ty} o{i}")).collect();
+                    let arguments: String = (0..n).map(|i| format!(", o{i}")).collect();
+                    let selector = |i: usize| {
+                        format!(
+                            "{} + (unsigned long)(value > o{i}) + (unsigned long)(value >= o{i})",
+                            3 * i
+                        )
+                    };
+                    let fast: String = (0..n)
+                        .map(|i| format!("++row[{}]; ", selector(i)))
+                        .collect();
+                    let slow: String = (0..n)
+                        .map(|i| format!("{prefix}_count_slowly(row + {}); ", selector(i)))
+                        .collect();
+                    let name = format!("{prefix}_pairs{n}_{suffix}");
+                    let _ = writeln!(
+                        out,
+                        "__attribute__((__noinline__, __cold__)) {helper} {name}_slowly\
+                         (unsigned long long *row, {ty} value{parameters}) {{ {slow}}}\n\
+                         {helper} {name}(unsigned long long *row, {ty} value{parameters}) \
+                         {{ if ({plain}) {{ {fast}}} else {name}_slowly(row, value{arguments}); }}"
+                    );
+                }
             }
         }
         let _ = writeln!(

@@ -150,6 +150,12 @@ use crate::options::WARM_EXECUTIONS;
 pub(super) struct Mark {
     pub node: NodeId,
     pub count: u32,
+    /// The sampling decisions the mark's code takes at each evaluation
+    /// outside regions: `count`, or fewer where sites are observed
+    /// together (an assignment's `scalar-pairs` candidates). What the
+    /// planner weighs: a region pays for its copies by the checks it
+    /// saves.
+    pub checks: u32,
     /// The expression is an lvalue (atoms' accesses) and must stay one.
     pub lvalue: bool,
     /// The first of the mark's sites, in the order the function's sites
@@ -485,7 +491,7 @@ fn clone_function(
     if planner.regions.is_empty() && shared.is_none() {
         // Its sites keep their own checks: one site is one event per call
         // already.
-        let sites: u32 = marks.iter().map(|mark| mark.count).sum();
+        let sites: u32 = marks.iter().map(|mark| mark.checks).sum();
         return Some(if sites <= 1 {
             Rendered::Lone
         } else {
@@ -1058,7 +1064,7 @@ impl<'a> Planner<'a> {
         let n = function.nodes.len();
         let mut own = vec![0u32; n];
         for mark in marks {
-            own[mark.node] += mark.count;
+            own[mark.node] += mark.checks;
         }
         let nested_loops = forms.per_region && forms.across_calls && forms.nested_loops;
         let mut planner = Planner {
@@ -2204,7 +2210,7 @@ impl Renderer<'_> {
             if mark.scale != 1 {
                 return None;
             }
-            sites += mark.count;
+            sites += mark.checks;
         }
         (sites >= 2).then(|| match &self.shared {
             Some(local) => self.countdown.region_test(local, 1),
@@ -2290,7 +2296,12 @@ impl Renderer<'_> {
             Shape::Declarations => stats.declarations += 1,
         }
         if !matches!(region.shape, Shape::Declarations) {
-            stats.cloned_sites += region.sites as usize;
+            // Sites, not checks: an assignment's candidates observed
+            // together are one check (`Mark::checks`).
+            stats.cloned_sites += self
+                .region_marks(region)
+                .map(|mark| self.marks[mark].count as usize)
+                .sum::<usize>();
         }
     }
 

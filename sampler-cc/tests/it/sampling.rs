@@ -309,38 +309,52 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     // TRICKY's, six with whole loops) takes its one event per call from the
     // global countdown: it keeps no local from entry to return. Each of
     // them is its whole body, whose SLOW copy is outlined.
+    // Per region, an assignment's `scalar-pairs` candidates are one check,
+    // so a lone assignment is no region of its own (three runs, an
+    // expression and three declaration runs fewer than with a check per
+    // candidate).
     let within_calls = format!(
-        "24 cloned (13 runs, 9 loops of which 4 counted (4 with the plain loop) and 3 unrolled, \
-         2 expressions, 227 sites), 8 declaration runs, 6 leaf functions, 2 outlined functions of which 2 \
+        "20 cloned (10 runs, 9 loops of which 4 counted (4 with the plain loop) and 3 unrolled, \
+         1 expressions, 213 sites), 5 declaration runs, 6 leaf functions, 2 outlined functions of which 2 \
          re-entered, 4 fell back \
          ({fell_back})"
     );
     // Runs may hold calls to functions with sites.
     let flat = format!(
-        "26 cloned (15 runs of which 3 across calls, 9 loops of which 4 counted (4 with the plain loop) and \
-         3 unrolled, 2 expressions, 263 sites), 7 declaration runs, 6 leaf functions, 2 outlined functions \
+        "22 cloned (12 runs of which 2 across calls, 9 loops of which 4 counted (4 with the plain loop) and \
+         3 unrolled, 1 expressions, 249 sites), 5 declaration runs, 6 leaf functions, 2 outlined functions \
          of which 2 re-entered, 4 fell back \
          ({fell_back})"
     );
     // And the iteration of `main`'s loop, with loops inside, is one
     // region, whose copies hold its inner loops' regions.
     let linear = format!(
-        "24 cloned (13 runs of which 1 across calls, 10 loops of which 4 counted (4 with the plain loop), 3 unrolled, \
-         1 across calls and 1 nested, 1 expressions, 264 sites), 7 declaration runs, \
+        "22 cloned (11 runs of which 1 across calls, 10 loops of which 4 counted (4 with the plain loop), 3 unrolled, \
+         1 across calls and 1 nested, 1 expressions, 256 sites), 5 declaration runs, \
          6 leaf functions, 2 outlined functions of which 2 re-entered, 4 fell back ({fell_back})"
     );
     // And runs hold small innermost loops: `statement_expressions`' two
     // declarations (the second's value holds a loop) and `loops`' body
     // (its declarations and the `do ... while (0)` between its loops)
     // are one event each, their loops' regions in both of their copies.
-    let nested = |loops: &str| {
+    let nested_with = |runs: &str, loops: &str, sites: &str, declarations: &str| {
         format!(
-            "26 cloned (14 runs of which 1 across calls and 2 nested, 11 loops of which \
-             {loops}1 across calls and 1 nested, 1 expressions, 294 sites), 5 declaration runs, \
+            "{runs} runs of which 1 across calls and 2 nested, 11 loops of which \
+             {loops}1 across calls and 1 nested, 1 expressions, {sites} sites), {declarations} declaration runs, \
              6 leaf functions, 2 outlined functions of which 2 re-entered, 4 fell back \
              ({fell_back})"
         )
     };
+    let nested = |loops: &str| nested_with("24 cloned (12", loops, "286", "3");
+    // Compared in place (`-fno-sample-pair-helpers`), each candidate is a
+    // check of its own: two lone assignments are runs, two declaration
+    // runs are regions.
+    let in_place = nested_with(
+        "26 cloned (14",
+        "4 counted (4 with the plain loop), 4 unrolled, ",
+        "294",
+        "5",
+    );
     // `vla`'s two loops and `main`'s two without calls (not `loops`'
     // last, which a `return` may end); four more small loops without
     // jumps are unrolled (eight when loops are not counted).
@@ -349,8 +363,8 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
     let unsplit = nested("");
     // Small loops whole: runs hold them, and a loop with only small loops
     // inside is innermost.
-    let whole_loops = "14 cloned (13 runs of which 1 across calls, 1 loops of which 1 across calls, \
-                       0 expressions, 334 sites), 3 declaration runs, \
+    let whole_loops = "12 cloned (11 runs of which 1 across calls, 1 loops of which 1 across calls, \
+                       0 expressions, 326 sites), 2 declaration runs, \
                        2 leaf functions, 6 outlined functions of which 5 re-entered, \
                        3 fell back (1 computed goto, 1 setjmp, 1 static local)";
     // Warm functions (the default): the same regions, in the copy that
@@ -370,7 +384,7 @@ fn cloned_regions_keep_the_program_s_behaviour_and_exact_counts() {
         (&[regions, "-fsample-whole-loops"], whole_loops.to_owned()),
         (&["-fsample-regions"], warm(&counted, not)),
         // `scalar-pairs` compared in place, not by the unit's pair helper.
-        (&["-fno-sample-pair-helpers"], warm(&counted, not)),
+        (&["-fno-sample-pair-helpers"], warm(&in_place, not)),
         (&["-fno-sample-counted-loops"], warm(&unrolled, not)),
         (&["-fno-sample-split-loops"], warm(&unsplit, not)),
         // Within calls, `recursive` is not one run and so is taken, and
@@ -958,6 +972,90 @@ fn sample_regions_decides_once_per_region_execution() {
                     assert_ne!(a, b, "{build}, seed {seed}: {first} and {second}");
                 }
             }
+        }
+    }
+}
+
+/// An assignment whose value `scalar-pairs` compares with four others
+/// (`g`, `a`, `b` and 0), outside any region: `mix` has no other site.
+const ASSIGNMENT: &str = r#"#include <stdio.h>
+
+int g = 7;
+
+__attribute__((__noinline__)) static int mix(int a, int b)
+{
+    int x = a * 3 - b;
+    return x;
+}
+
+int main(void)
+{
+    long s = 0;
+    for (int i = 0; i < 60000; i++)
+        s += mix(i, i & 5);
+    printf("%ld\n", s);
+    return 0;
+}
+"#;
+
+/// Per region, an assignment's `scalar-pairs` candidates are one event:
+/// observed together, always, each as often as 1/sparsity of the
+/// assignment's executions. So they were before, in a region of their
+/// own (`-fno-sample-pair-helpers`: a check per candidate, which makes
+/// `mix`'s body a run); `-fsample-sites` observes each on its own, as
+/// often.
+#[test]
+fn an_assignment_s_pairs_are_one_event_per_region() {
+    let lab = Lab::new();
+    lab.write("assign.c", ASSIGNMENT);
+    let sparsity = 3.0_f64;
+    let events = 60_000.0_f64;
+    // (build, form, observed together, `mix`'s body a run region).
+    for (build, form, together, run) in [
+        ("regions", "-fsample-regions", true, false),
+        ("sites", "-fsample-sites", false, true),
+        ("in-place", "-fno-sample-pair-helpers", true, true),
+    ] {
+        let output = lab.cc(&[
+            "-fsampler-strict",
+            "-fsampler-scheme=scalar-pairs",
+            "-fsampler-stats",
+            "-O2",
+            form,
+            "assign.c",
+            "-o",
+            build,
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let runs = if run {
+            "cloned (1 runs"
+        } else {
+            "cloned (0 runs"
+        };
+        assert!(stderr.contains(runs), "{build}: {stderr}");
+        for seed in ["1", "2"] {
+            let env = [("SAMPLER_SPARSITY", "3"), ("SAMPLER_SEED", seed)];
+            assert_eq!(lab.run(build, &[], "report", &env), "5399760000\n");
+            let observed = counters(&lab.resolve("report", &[build]));
+            let totals: Vec<(String, u64)> = observed
+                .iter()
+                .filter(|(site, _)| site.contains("\tmix\t"))
+                .map(|(site, values)| {
+                    let candidate = site.split('\t').nth(8).unwrap_or_default().to_owned();
+                    (candidate, values.iter().sum())
+                })
+                .collect();
+            let names: Vec<&str> = totals.iter().map(|(name, _)| name.as_str()).collect();
+            assert_eq!(names, ["0LL", "a", "b", "g"], "{build}: {observed:?}");
+            let (mean, sigma) = (events / sparsity, (events * 2.0 / 9.0).sqrt());
+            for (candidate, seen) in &totals {
+                assert!(
+                    (*seen as f64 - mean).abs() <= 5.0 * sigma,
+                    "{build}, seed {seed}: {candidate} observed {seen} times of {events}"
+                );
+            }
+            let equal = totals.iter().all(|(_, seen)| *seen == totals[0].1);
+            assert_eq!(equal, together, "{build}, seed {seed}: {totals:?}");
         }
     }
 }
