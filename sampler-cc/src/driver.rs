@@ -19,6 +19,16 @@ pub const ENV_REAL_CC: &str = "SAMPLER_REAL_CC";
 /// Folder holding `libsampler_runtime.so` and `libsampler_runtime.a`.
 pub const ENV_RUNTIME_DIR: &str = "SAMPLER_RUNTIME_DIR";
 
+/// What names the libclang to load, for clang-sys: a file, or a folder.
+const ENV_LIBCLANG_PATH: &str = "LIBCLANG_PATH";
+
+/// The file beside the installed cc1 stage that names the libclang
+/// `scripts/install.sh` found (what `--sampler-libclang` printed then).
+pub const LIBCLANG_RECORD: &str = "libclang";
+
+/// Prints the path of the libclang compiles load, and exits.
+pub const PRINT_LIBCLANG: &str = "--sampler-libclang";
+
 /// gcc options whose value is the next argument (so it is not an input).
 const OPTIONS_WITH_VALUE: [&str; 33] = [
     "-o",
@@ -141,6 +151,18 @@ pub fn main(args: Vec<String>) -> ExitCode {
         print!("{}", sampler_help());
         return ExitCode::SUCCESS;
     }
+    if asks(PRINT_LIBCLANG) {
+        return match libclang_path() {
+            Ok(path) => {
+                println!("{}", path.display());
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("sampler-cc: error: {err}");
+                ExitCode::from(1)
+            }
+        };
+    }
     // gcc neither compiles nor links with these.
     if asks("--help") {
         real_args.extend(command.gcc_args);
@@ -168,6 +190,9 @@ pub fn main(args: Vec<String>) -> ExitCode {
             real_args.push(format!("-B{}/", stub_dir.display()));
             real_args.push("-no-integrated-cpp".into());
             env.push((ENV_REAL_CC1, real_cc1.into_os_string()));
+            if let Some(libclang) = recorded_libclang(&stub_dir) {
+                env.push((ENV_LIBCLANG_PATH, libclang.into_os_string()));
+            }
         }
         Err(reason) => {
             if let Some(reason) = clang_refusal(&program, &real_args) {
@@ -347,10 +372,15 @@ Where sampler-cc looks for what it needs (DIR: its own folder, now {dir}):
     lib/ and lib64/ (llvm-config from $LLVM_CONFIG_PATH, else $PATH),
     $LD_LIBRARY_PATH, $LIBRARY_PATH, /usr/local/llvm*/lib*, /usr/local/lib*
     and /usr/lib* and their subfolders two deep. libclang 14 or later.
+    Installed, the file DIR/../libexec/sampler-cc/{record} names the one
+    scripts/install.sh found (what {print} printed then),
+    used while $LIBCLANG_PATH is unset and that file exists: no search.
 ",
         dir = exe_dir.display(),
         flags = options::flags_help(),
         packaged = runtime_package::PACKAGED_DIR,
+        record = LIBCLANG_RECORD,
+        print = PRINT_LIBCLANG,
     )
 }
 
@@ -399,6 +429,37 @@ fn exec(program: &str, args: &[String], env: &[(&str, OsString)]) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// The libclang that `scripts/install.sh` recorded beside the installed
+/// stage in `stage_dir`, unless $LIBCLANG_PATH names one or the recorded
+/// file is gone. The driver hands it to the stage as $LIBCLANG_PATH,
+/// which spares each compile clang-sys's search (about 15,000 `statx`
+/// calls and an `llvm-config` run: half of a small file's front end,
+/// 37 ms of 74; BENCHMARKS.md, stop 42).
+fn recorded_libclang(stage_dir: &Path) -> Option<PathBuf> {
+    if std::env::var_os(ENV_LIBCLANG_PATH).is_some() {
+        return None;
+    }
+    let text = std::fs::read_to_string(stage_dir.join(LIBCLANG_RECORD)).ok()?;
+    let path = PathBuf::from(text.strip_suffix('\n').unwrap_or(&text));
+    let named = path
+        .file_name()
+        .is_some_and(|name| name.to_string_lossy().starts_with("libclang"));
+    (path.is_absolute() && named && path.is_file()).then_some(path)
+}
+
+/// The libclang a compile loads: the recorded one, else the one clang-sys
+/// finds ($LIBCLANG_PATH, or its search), loaded to be sure it opens.
+fn libclang_path() -> Result<PathBuf, String> {
+    if let Some(dir) = installed_stage_dir()
+        && let Some(path) = recorded_libclang(&dir)
+    {
+        return Ok(path);
+    }
+    let library =
+        clang_sys::load_manually().map_err(|err| format!("cannot load libclang: {err}"))?;
+    Ok(library.path().to_owned())
+}
+
 fn self_exe() -> Result<PathBuf, String> {
     std::env::current_exe().map_err(|err| format!("cannot find sampler-cc's own path: {err}"))
 }
@@ -420,13 +481,20 @@ fn prepare_stage(program: &str, real_args: &[String]) -> Result<(PathBuf, PathBu
     Ok((stub_dir()?, real_cc1))
 }
 
+/// DIR/../libexec/sampler-cc, where scripts/install.sh puts the stage, if
+/// it holds the stage.
+fn installed_stage_dir() -> Option<PathBuf> {
+    let exe = self_exe().ok()?;
+    let installed = exe.parent()?.join("../libexec/sampler-cc");
+    installed.join("cc1").exists().then_some(installed)
+}
+
 fn stub_dir() -> Result<PathBuf, String> {
-    let exe = self_exe()?;
-    let exe_dir = exe.parent().ok_or("sampler-cc's path has no folder")?;
-    let installed = exe_dir.join("../libexec/sampler-cc");
-    if installed.join("cc1").exists() {
+    if let Some(installed) = installed_stage_dir() {
         return Ok(installed);
     }
+    let exe = self_exe()?;
+    let exe_dir = exe.parent().ok_or("sampler-cc's path has no folder")?;
     // Not `sampler-cc.d`: cargo writes its dependency file under that name.
     let beside = exe_dir.join("sampler-cc-stage");
     let mut last_error = String::new();

@@ -223,6 +223,77 @@ fn a_packaging_failure_is_named() {
 }
 
 /// sampler-cc or gcc with `args`, in a neutral environment.
+/// An installed layout (`bin/sampler-cc`, `libexec/sampler-cc/cc1`)
+/// whose record of libclang (what scripts/install.sh writes) names the
+/// library to load: the driver hands it to the stage, so that a
+/// record naming a file that is no libclang fails the compile with that
+/// file's name, while $LIBCLANG_PATH wins over it and a record naming a
+/// missing file is ignored.
+#[test]
+fn an_installed_sampler_cc_loads_the_libclang_its_install_recorded() {
+    let lab = Lab::new();
+    for dir in ["bin", "libexec/sampler-cc", "fake"] {
+        std::fs::create_dir_all(lab.path(dir)).unwrap();
+    }
+    std::fs::copy(sampler_cc(), lab.path("bin/sampler-cc")).unwrap();
+    std::os::unix::fs::symlink("../../bin/sampler-cc", lab.path("libexec/sampler-cc/cc1")).unwrap();
+    lab.write("p.c", PROGRAM);
+    let record = lab.path("libexec/sampler-cc/libclang");
+    let run = |args: &[&str], libclang_path: Option<&str>| {
+        let mut command = lab.command(lab.path("bin/sampler-cc"));
+        command.args(args).env_remove("SAMPLER_REAL_CC");
+        match libclang_path {
+            Some(path) => command.env("LIBCLANG_PATH", path),
+            None => command.env_remove("LIBCLANG_PATH"),
+        };
+        command.output().unwrap()
+    };
+    let compile = ["-fsampler-strict", "-O2", "-c", "p.c", "-o", "p.o"];
+    // No record: clang-sys's search, which install.sh records.
+    let found = succeeded(run(&["--sampler-libclang"], None));
+    let found = stdout(&found).trim_end().to_owned();
+    let name = Path::new(&found)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        name.starts_with("libclang") && Path::new(&found).is_file(),
+        "{found}"
+    );
+    std::fs::write(&record, format!("{found}\n")).unwrap();
+    succeeded(run(&compile, None));
+    assert_eq!(
+        stdout(&succeeded(run(&["--sampler-libclang"], None))),
+        format!("{found}\n")
+    );
+    // A record naming a file that cannot be loaded: the stage tries it.
+    let fake = lab.path("fake/libclang.so");
+    std::fs::write(&fake, "not a library").unwrap();
+    std::fs::write(&record, format!("{}\n", fake.display())).unwrap();
+    let failed = run(&compile, None);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success(), "{stderr}");
+    assert!(stderr.contains(&fake.display().to_string()), "{stderr}");
+    assert_eq!(
+        stdout(&succeeded(run(&["--sampler-libclang"], None))),
+        format!("{}\n", fake.display())
+    );
+    // $LIBCLANG_PATH wins over the record.
+    succeeded(run(&compile, Some(&found)));
+    // A record naming a missing file, or a file not named libclang*, is
+    // not used: the search again.
+    std::fs::remove_file(&fake).unwrap();
+    succeeded(run(&compile, None));
+    std::fs::write(lab.path("fake/other.so"), "not a library").unwrap();
+    std::fs::write(
+        &record,
+        format!("{}\n", lab.path("fake/other.so").display()),
+    )
+    .unwrap();
+    succeeded(run(&compile, None));
+}
+
 fn probe(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Output {
     Command::new(program)
         .args(args)
