@@ -683,11 +683,6 @@ impl Context<'_> {
         self.observe(Scheme::FloatKinds, id, &classify)
     }
 
-    /// The values `scalar-pairs` compares a new value of type `ty` with at
-    /// offset `at`, each with its kind: the variables of the same type
-    /// visible there (globals declared earlier, parameters, locals in
-    /// scope, each unless shadowed), as `kind_of` classifies them, then the
-    /// constants.
     /// Whether an assignment's `scalar-pairs` candidates `reads`, of an
     /// assigned value of type `ty`, are observed together: sampled per
     /// region (`-fsample-sites` decides for each site), through the pair
@@ -704,6 +699,11 @@ impl Context<'_> {
             && reads.iter().all(|read| scale(read) == scale(&reads[0]))
     }
 
+    /// The values `scalar-pairs` compares a new value of type `ty` with at
+    /// offset `at`, each with its kind: the variables of the same type
+    /// visible there (globals declared earlier, parameters, locals in
+    /// scope, each unless shadowed), as `kind_of` classifies them, then the
+    /// constants.
     fn candidates(
         &self,
         function: &Function,
