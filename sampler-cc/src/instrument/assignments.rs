@@ -534,6 +534,7 @@ impl Context<'_> {
                     let mut calls = Vec::new();
                     let mut done = 0;
                     for n in pair_calls(reads.len()) {
+                        self.pair_groups.borrow_mut().insert((n, helper));
                         let values: String = (done..done + n)
                             .map(|index| format!(", ({cast})__cbi_o{index}"))
                             .collect();

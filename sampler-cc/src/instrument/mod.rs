@@ -216,6 +216,10 @@ struct Context<'a> {
     /// `-fsampler-rates`: the scale of each site the file lists for this
     /// unit (others have scale 1).
     scales: HashMap<(Scheme, usize), u32>,
+    /// The group helpers (`pairsN_s`, `pairsN_u`) the unit's code calls,
+    /// which the prelude defines: unused, each unit of bc carried twelve,
+    /// 3.7% of its text.
+    pair_groups: std::cell::RefCell<std::collections::BTreeSet<(usize, &'static str)>>,
 }
 
 /// Instruments `text`. Runs on a thread with a deep stack: the data-flow
@@ -281,6 +285,7 @@ fn instrument_here(
         globals: unit.globals.iter().map(|v| (v.key, v)).collect(),
         candidate_globals,
         scales,
+        pair_groups: Default::default(),
     };
     let mut tables: Vec<(Scheme, Vec<Site>)> = schemes.iter().map(|&s| (s, Vec::new())).collect();
     let mut insertions = Vec::new();
@@ -1074,10 +1079,14 @@ impl Context<'_> {
                      {{ unsigned long long *counter = row + (value > other) + (value >= other); \
                      {count} }}"
                 );
-                if !self.options.sample_regions {
-                    continue;
-                }
-                for n in 2..=assignments::PAIRS_PER_CALL {
+                let used: Vec<usize> = self
+                    .pair_groups
+                    .borrow()
+                    .iter()
+                    .filter(|(_, used_suffix)| *used_suffix == suffix)
+                    .map(|&(n, _)| n)
+                    .collect();
+                for n in used {
                     let parameters: String = (0..n).map(|i| format!(", {ty} o{i}")).collect();
                     let arguments: String = (0..n).map(|i| format!(", o{i}")).collect();
                     let selector = |i: usize| {
