@@ -405,6 +405,45 @@ fn timestamps_order_first_and_last_observations() {
     );
 }
 
+/// Sampled, an assignment's `scalar-pairs` candidates are one event, one
+/// check and one call of a group helper: each site still takes its own
+/// first and last timestamps, in the candidates' order.
+#[test]
+fn candidates_observed_together_keep_a_timestamp_each() {
+    let lab = Lab::new();
+    lab.write(
+        "prog.c",
+        "int g = 4;\nint main(void)\n{\n    int x = g + 1;\n    return x - 5;\n}\n",
+    );
+    lab.cc(&[
+        "-fsampler-strict",
+        "-fsampler-scheme=scalar-pairs",
+        "-ftimestamp-first",
+        "-ftimestamp-last",
+        "-O2",
+        "prog.c",
+        "-o",
+        "prog",
+    ]);
+    lab.run("prog", &[], "report", &[("SAMPLER_SPARSITY", "1")]);
+    let site = "scalar-pairs\t{when}\tLAB/prog.c\t4\tmain\t1\tx\tlocal\tdirect";
+    let line = |tick: u32, when: &str, candidate: &str| {
+        format!(
+            "{tick}\tprog\tUNIT\t{}\t{candidate}",
+            site.replace("{when}", when)
+        )
+    };
+    assert_eq!(
+        lab.resolve_with("resolve-timestamps", "report", &["prog"]),
+        lines(&[
+            &line(1, "first", "g\tglobal"),
+            &line(2, "first", "0LL\tconst"),
+            &line(1, "last", "g\tglobal"),
+            &line(2, "last", "0LL\tconst"),
+        ])
+    );
+}
+
 /// The initialisation analysis follows loops, `switch`, `goto`, `&&` and
 /// `?:`, and a declaration in a loop starts uninitialised each time.
 #[test]
