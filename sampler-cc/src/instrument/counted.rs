@@ -250,56 +250,34 @@ impl CountedLoop {
     /// The FAST part of a counted split loop up to its body, for region
     /// `number` on local countdown `local`. It is compiled as system-header
     /// text, like FAST: what it adds warns about nothing.
-    pub(super) fn head(&self, local: &str, number: usize, plain: Option<&str>) -> String {
+    pub(super) fn head(&self, local: &str, number: usize) -> String {
         let v = &self.variable;
         let b = self.typed_bound();
         let (limit, all) = (format!("__cbi_m{number}"), format!("__cbi_a{number}"));
         let back = format!("(__typeof__({v}))(({U}){v} - ({U}){local})");
-        // From `v` down to the bound, exact where the loop can end there:
-        // modulo the type's width when it is unsigned.
-        let down = if self.unsigned {
-            format!("({U})(__typeof__({v}))({v} - {b})")
-        } else {
-            format!("(({U}){v} - ({U}){b})")
-        };
-        let greater = format!("!({v} > {b}) || ({U}){v} - ({U}){b} < ({U}){local}");
-        // Whether the loop ends within the countdown, the limit when it
-        // does not, and the test of FAST's `while` (none: `do`).
-        let (ends_within, moved, test) = match self.shape {
-            Shape::Up { inclusive: false } => (
-                format!("!({v} < {b}) || ({U}){b} - ({U}){v} < ({U}){local}"),
-                format!("(__typeof__({v}))(({U}){v} + ({U}){local})"),
-                "<",
-            ),
+        // The limit when the loop does not end within the countdown, and
+        // the test of FAST's `while` (none: `do`).
+        let (moved, test) = match self.shape {
+            Shape::Up { inclusive: false } => {
+                (format!("(__typeof__({v}))(({U}){v} + ({U}){local})"), "<")
+            }
             // One iteration more than `<` for the same distance: the limit
             // is the last value FAST runs with.
             Shape::Up { inclusive: true } => (
-                format!("!({v} <= {b}) || ({U}){b} - ({U}){v} < ({U}){local} - 1"),
                 format!("(__typeof__({v}))(({U}){v} + ({U}){local} - 1)"),
                 "<=",
             ),
             Shape::Down { inclusive: false } | Shape::PostDecrement { greater: true } => {
-                (greater, back, ">")
+                (back, ">")
             }
             Shape::Down { inclusive: true } => (
-                format!("!({v} >= {b}) || ({U}){v} - ({U}){b} < ({U}){local} - 1"),
                 format!("(__typeof__({v}))(({U}){v} - ({U}){local} + 1)"),
                 ">=",
             ),
-            Shape::PostDecrement { greater: false } => {
-                (format!("{down} < ({U}){local}"), back, "!=")
-            }
-            // Iterations left, less one (the first runs whatever `v`).
-            Shape::PreDecrement => (
-                if self.unsigned {
-                    format!("({U})(__typeof__({v}))({v} - {b} - 1) < ({U}){local}")
-                } else {
-                    format!("{down} - 1 < ({U}){local}")
-                },
-                back,
-                "",
-            ),
+            Shape::PostDecrement { greater: false } => (back, "!="),
+            Shape::PreDecrement => (back, ""),
         };
+        let ends_within = self.ends_within(local);
         let loop_head = match self.shape {
             Shape::PreDecrement => format!("do {{ --{local};"),
             // The user's condition decrements after its test.
@@ -308,15 +286,60 @@ impl CountedLoop {
             }
             _ => format!("while ({v} {test} {limit}) {{ --{local};"),
         };
-        // A loop that ends within the countdown may take its events at
-        // once and run as the user wrote it (`plain`).
-        let plain = plain
-            .zip(self.events_left())
-            .map(|(plain, events)| format!("if ({all}) {{ {local} -= {events};{plain} }} "))
-            .unwrap_or_default();
         format!(
             "if (__builtin_expect({local} > 0, 1)) {{ __typeof__({v}) {limit}; int {all}; \
-             {all} = {ends_within}; {plain}{limit} = {all} ? {b} : {moved}; {loop_head}"
+             {all} = {ends_within}; {limit} = {all} ? {b} : {moved}; {loop_head}"
+        )
+    }
+
+    /// Whether the loop ends within the countdown `local`, as a C
+    /// condition on `v`'s value now.
+    fn ends_within(&self, local: &str) -> String {
+        let v = &self.variable;
+        let b = self.typed_bound();
+        // From `v` down to the bound, exact where the loop can end there:
+        // modulo the type's width when it is unsigned.
+        let down = if self.unsigned {
+            format!("({U})(__typeof__({v}))({v} - {b})")
+        } else {
+            format!("(({U}){v} - ({U}){b})")
+        };
+        match self.shape {
+            Shape::Up { inclusive: false } => {
+                format!("!({v} < {b}) || ({U}){b} - ({U}){v} < ({U}){local}")
+            }
+            Shape::Up { inclusive: true } => {
+                format!("!({v} <= {b}) || ({U}){b} - ({U}){v} < ({U}){local} - 1")
+            }
+            Shape::Down { inclusive: false } | Shape::PostDecrement { greater: true } => {
+                format!("!({v} > {b}) || ({U}){v} - ({U}){b} < ({U}){local}")
+            }
+            Shape::Down { inclusive: true } => {
+                format!("!({v} >= {b}) || ({U}){v} - ({U}){b} < ({U}){local} - 1")
+            }
+            Shape::PostDecrement { greater: false } => format!("{down} < ({U}){local}"),
+            // Iterations left, less one (the first runs whatever `v`).
+            Shape::PreDecrement => {
+                if self.unsigned {
+                    format!("({U})(__typeof__({v}))({v} - {b} - 1) < ({U}){local}")
+                } else {
+                    format!("{down} - 1 < ({U}){local}")
+                }
+            }
+        }
+    }
+
+    /// Before the loop's `for (;;)`: when the loop ends within the
+    /// countdown `local` as it starts, its events taken at once and
+    /// `plain`, the user's loop, run (which leaves the loop). Nothing for
+    /// the shapes without [`Self::events_left`].
+    pub(super) fn first_entry(&self, local: &str, plain: &str) -> String {
+        let Some(events) = self.events_left() else {
+            return String::new();
+        };
+        format!(
+            "if (__builtin_expect({local} > 0 && ({}), 1)) {{ {local} -= {events};{plain} }} ",
+            self.ends_within(local)
         )
     }
 

@@ -2732,13 +2732,22 @@ impl Renderer<'_> {
         if let Some(counted) = counted {
             // FAST bounded by the loop's variable (counted.rs), its own
             // code compiled as system-header text, like FAST.
-            let _ = writeln!(out, " {{ {load}for (;;) {{");
-            let system = self.map.marker_for(node.start, true);
-            out.push_str(&system.ok_or("no line marker")?);
-            // A small loop that ends within the countdown runs its rest as
-            // the user's loop, its condition and bound as written and no
-            // decrement in it, so that gcc compiles it as the plain loop:
-            // the same events, taken at once.
+            let _ = writeln!(out, " {{ {load}");
+            let system = self
+                .map
+                .marker_for(node.start, true)
+                .ok_or("no line marker")?;
+            out.push_str(&system);
+            // A small loop that ends within the countdown when it starts
+            // runs as the user's loop, its condition and bound as written
+            // and no decrement in it, so that gcc compiles it as the plain
+            // loop: the same events, taken at once. Only on entry, where
+            // `v` holds what the initialisation gave it: gcc then unrolls
+            // a loop of constant bounds as in the plain build (zlib's
+            // braided CRC, `for (k = 1; k < W; k++)`), which it cannot
+            // where the loop is also entered after a draw. After a draw
+            // the rest runs bounded by the variable (counted.rs), with
+            // the same events.
             let plain = if self.counted_plain(region, counted) {
                 let mut plain = String::from(" for (;;) {");
                 let iteration = Iteration {
@@ -2754,7 +2763,13 @@ impl Renderer<'_> {
             } else {
                 None
             };
-            out.push_str(&counted.head(local, number, plain.as_deref()));
+            if let Some(plain) = plain {
+                out.push_str(&counted.first_entry(local, &plain));
+                out.push('\n');
+                out.push_str(&system);
+            }
+            out.push_str("for (;;) {");
+            out.push_str(&counted.head(local, number));
         } else if split {
             let _ = write!(out, " {{ {load}for (;;) {{");
             if self.unrolled(region, scale, false) {
