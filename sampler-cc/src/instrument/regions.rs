@@ -2742,12 +2742,12 @@ impl Renderer<'_> {
             // runs as the user's loop, its condition and bound as written
             // and no decrement in it, so that gcc compiles it as the plain
             // loop: the same events, taken at once. Only on entry, where
-            // `v` holds what the initialisation gave it: gcc then unrolls
-            // a loop of constant bounds as in the plain build (zlib's
-            // braided CRC, `for (k = 1; k < W; k++)`), which it cannot
-            // where the loop is also entered after a draw. After a draw
-            // the rest runs bounded by the variable (counted.rs), with
-            // the same events.
+            // `v` holds what the initialisation gave it, as in the plain
+            // build: a loop of constant bounds then has a constant trip
+            // count (zlib's braided CRC, `for (k = 1; k < W; k++)`), which
+            // it had not while the loop was also entered after a draw.
+            // After a draw the rest runs bounded by the variable
+            // (counted.rs), with the same events.
             let plain = if self.counted_plain(region, counted) {
                 let mut plain = String::from(" for (;;) {");
                 let iteration = Iteration {
