@@ -453,6 +453,11 @@ impl Context<'_> {
                 } else {
                     (format!("__typeof__({value})"), value.clone())
                 };
+                // Sampled, the unit's helpers compare and count
+                // (`-fsample-pair-helpers`): the helpers' suffix and the
+                // type both values are converted to.
+                let helper = pair_helper(&target.ty)
+                    .filter(|_| self.options.sample && self.options.pair_helpers);
                 let mut reads: Vec<PairRead<'_>> = Vec::new();
                 for (candidate, kind) in self.candidates(function, at, &target.ty, visible) {
                     // A pointer is read through a `volatile` access (below),
@@ -522,8 +527,9 @@ impl Context<'_> {
                     *next += 1;
                 }
                 let first = reads.first().map_or(0, |read| read.id);
-                let together = self.observe_pairs_together(&target.ty, &reads);
-                if let (Some((helper, cast)), true) = (pair_helper(&target.ty), together) {
+                if let Some((suffix, cast)) = helper
+                    && self.observe_pairs_together(&reads)
+                {
                     // One event for all the assignment's candidates: one
                     // check, and a call of a group helper for each
                     // PAIRS_PER_CALL of them (BENCHMARKS.md, stop 42).
@@ -534,12 +540,12 @@ impl Context<'_> {
                     let mut calls = Vec::new();
                     let mut done = 0;
                     for n in pair_calls(reads.len()) {
-                        self.pair_groups.borrow_mut().insert((n, helper));
+                        self.pair_groups.borrow_mut().insert((n, suffix));
                         let values: String = (done..done + n)
                             .map(|index| format!(", ({cast})__cbi_o{index}"))
                             .collect();
                         calls.push(format!(
-                            "{prefix}_pairs{n}_{helper}(&{prefix}_{table}[{}][0], ({cast})({new}){values})",
+                            "{prefix}_pairs{n}_{suffix}(&{prefix}_{table}[{}][0], ({cast})({new}){values})",
                             first + done,
                             prefix = self.prefix,
                             table = symbol(Scheme::ScalarPairs),
@@ -556,22 +562,17 @@ impl Context<'_> {
                     saved_checks = reads.len() - 1;
                 } else {
                     for read in &reads {
-                        let increment = match pair_helper(&target.ty) {
-                            // Sampled: the unit's helper compares and
-                            // counts, so that each candidate is one call
-                            // with its two values (BENCHMARKS.md, stop 41).
-                            Some((helper, cast))
-                                if self.options.sample && self.options.pair_helpers =>
-                            {
-                                format!(
-                                    "{}_pair_{helper}(&{}_{}[{}][0], ({cast})({new}), ({cast})__cbi_o)",
-                                    self.prefix,
-                                    self.prefix,
-                                    symbol(Scheme::ScalarPairs),
-                                    read.id
-                                )
-                            }
-                            _ => self.increment(
+                        let increment = match helper {
+                            // Each candidate one call with its two values
+                            // (BENCHMARKS.md, stop 41).
+                            Some((suffix, cast)) => format!(
+                                "{}_pair_{suffix}(&{}_{}[{}][0], ({cast})({new}), ({cast})__cbi_o)",
+                                self.prefix,
+                                self.prefix,
+                                symbol(Scheme::ScalarPairs),
+                                read.id
+                            ),
+                            None => self.increment(
                                 Scheme::ScalarPairs,
                                 read.id,
                                 &format!("({new} > __cbi_o) + ({new} >= __cbi_o)"),
@@ -684,18 +685,13 @@ impl Context<'_> {
         self.observe(Scheme::FloatKinds, id, &classify)
     }
 
-    /// Whether an assignment's `scalar-pairs` candidates `reads`, of an
-    /// assigned value of type `ty`, are observed together: sampled per
-    /// region (`-fsample-sites` decides for each site), through the pair
-    /// helpers, two candidates or more, all of one scale (rates may give
-    /// each its own).
-    fn observe_pairs_together(&self, ty: &ValueType, reads: &[PairRead<'_>]) -> bool {
-        let options = self.options;
+    /// Whether an assignment's `scalar-pairs` candidates `reads`, observed
+    /// through the pair helpers, are observed together: sampled per region
+    /// (`-fsample-sites` decides for each site), two candidates or more,
+    /// all of one scale (rates may give each its own).
+    fn observe_pairs_together(&self, reads: &[PairRead<'_>]) -> bool {
         let scale = |read: &PairRead<'_>| self.scale(Scheme::ScalarPairs, read.id);
-        options.sample
-            && options.sample_regions
-            && options.pair_helpers
-            && pair_helper(ty).is_some()
+        self.options.sample_regions
             && reads.len() >= 2
             && reads.iter().all(|read| scale(read) == scale(&reads[0]))
     }
