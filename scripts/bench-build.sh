@@ -109,7 +109,7 @@ else
     done
     # zlib's configure reads CC and CFLAGS from the environment only.
     (cd "$tmp/gcc" && CC=gcc CFLAGS=-O2 ./configure --static) >"$tmp/configure-gcc.log" 2>&1 ||
-        die "zlib's configure failed with gcc (see $tmp/configure-gcc.log)"
+        die "zlib's configure failed with gcc: $(tail -n 3 "$tmp/configure-gcc.log")"
     (cd "$tmp/tool" && CC=$cc CFLAGS="-O2 $extra" ./configure --static) >"$tmp/configure-tool.log" 2>&1 ||
         die "zlib's configure failed with $cc: $(tail -n 3 "$tmp/configure-tool.log")"
     title="zlib $(basename "$tarball" | sed 's/^zlib_\(.*\)\.orig\.tar\..*/\1/') (make, one job)"
