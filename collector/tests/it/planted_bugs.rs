@@ -105,6 +105,83 @@ fn input(rng: &mut impl Rng) -> (String, bool, bool) {
     (text, crash, negative > 0)
 }
 
+/// The runs' inputs, the same at every run of the tests: (index, (text,
+/// crash expected, wrong exit status expected)).
+fn inputs() -> Vec<(usize, (String, bool, bool))> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(2026);
+    (0..RUNS).map(|seed| (seed, input(&mut rng))).collect()
+}
+
+/// Runs `./binary` in `dir` once per input through `sampler-run` at
+/// SPARSITY, two at a time, each run with its index as its seed; saves
+/// each run file as `saved/INDEX.report` and checks that each run did
+/// what its input says. Returns (crashed, exited with status 1) per run.
+fn run_all(
+    sampler_run: &Path,
+    dir: &Path,
+    binary: &str,
+    inputs: &[(usize, (String, bool, bool))],
+    saved: &Path,
+) -> Vec<(bool, bool)> {
+    std::fs::create_dir(saved).unwrap();
+    let program = format!("./{binary}");
+    let outcomes: Vec<(bool, bool)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = inputs
+            .chunks(inputs.len().div_ceil(2))
+            .enumerate()
+            .map(|(worker, chunk)| {
+                let program = &program;
+                let pending = dir.join(format!("pending-{binary}-{worker}"));
+                std::fs::create_dir(&pending).unwrap();
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|(seed, (text, crash, error))| {
+                            let mut child = Command::new(sampler_run)
+                                .arg("--save")
+                                .arg(&pending)
+                                .args(["--app", "bugs", "--version", "1", "--sparsity", SPARSITY])
+                                .args(["--", program.as_str()])
+                                .current_dir(dir)
+                                .env("SAMPLER_STATE_DIR", dir.join("state"))
+                                // Each run its own stream, the same at every
+                                // run of the test.
+                                .env("SAMPLER_SEED", seed.to_string())
+                                .stdin(Stdio::piped())
+                                .stdout(Stdio::null())
+                                .stderr(Stdio::null())
+                                .spawn()
+                                .unwrap();
+                            child
+                                .stdin
+                                .take()
+                                .unwrap()
+                                .write_all(text.as_bytes())
+                                .unwrap();
+                            let status = child.wait().unwrap();
+                            let mut files = std::fs::read_dir(&pending).unwrap();
+                            let file = files.next().unwrap().unwrap().path();
+                            assert!(files.next().is_none());
+                            std::fs::rename(file, saved.join(format!("{seed:05}.report"))).unwrap();
+                            // Each run does what its input says.
+                            let crashed = status.signal() == Some(11);
+                            let failed = status.code() == Some(1);
+                            assert_eq!((crashed, failed), (*crash, *error && !*crash), "{status}");
+                            (crashed, failed)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|worker| worker.join().unwrap())
+            .collect()
+    });
+    assert_eq!(std::fs::read_dir(saved).unwrap().count(), inputs.len());
+    outcomes
+}
+
 fn analyze(tools: &Tools, dir: &Path, source: &[&Path], args: &[&str]) -> Value {
     let output = Command::new(tools.bin.join("sampler-analyze"))
         .args(source)
@@ -160,65 +237,10 @@ async fn two_planted_bugs_come_first_everywhere() {
     // The runs, two at a time, each saved as a run file named by its
     // index, so that every analysis numbers the runs alike.
     let saved = dir.join("saved");
-    std::fs::create_dir(&saved).unwrap();
-    let mut rng = rand::rngs::StdRng::seed_from_u64(2026);
-    let inputs: Vec<_> = (0..RUNS).map(|seed| (seed, input(&mut rng))).collect();
-    let outcomes: Vec<(bool, bool)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = inputs
-            .chunks(RUNS / 2)
-            .enumerate()
-            .map(|(worker, chunk)| {
-                let (sampler_run, saved) = (&sampler_run, &saved);
-                let pending = dir.join(format!("pending-{worker}"));
-                std::fs::create_dir(&pending).unwrap();
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|(seed, (text, crash, error))| {
-                            let mut child = Command::new(sampler_run)
-                                .arg("--save")
-                                .arg(&pending)
-                                .args(["--app", "bugs", "--version", "1", "--sparsity", SPARSITY])
-                                .args(["--", "./bugs"])
-                                .current_dir(dir)
-                                .env("SAMPLER_STATE_DIR", dir.join("state"))
-                                // Each run its own stream, the same at every
-                                // run of the test.
-                                .env("SAMPLER_SEED", seed.to_string())
-                                .stdin(Stdio::piped())
-                                .stdout(Stdio::null())
-                                .stderr(Stdio::null())
-                                .spawn()
-                                .unwrap();
-                            child
-                                .stdin
-                                .take()
-                                .unwrap()
-                                .write_all(text.as_bytes())
-                                .unwrap();
-                            let status = child.wait().unwrap();
-                            let mut files = std::fs::read_dir(&pending).unwrap();
-                            let file = files.next().unwrap().unwrap().path();
-                            assert!(files.next().is_none());
-                            std::fs::rename(file, saved.join(format!("{seed:05}.report"))).unwrap();
-                            // Each run does what its input says.
-                            let crashed = status.signal() == Some(11);
-                            let failed = status.code() == Some(1);
-                            assert_eq!((crashed, failed), (*crash, *error && !*crash), "{status}");
-                            (crashed, failed)
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|worker| worker.join().unwrap())
-            .collect()
-    });
+    let inputs = inputs();
+    let outcomes = run_all(&sampler_run, dir, "bugs", &inputs, &saved);
     let crashes = outcomes.iter().filter(|(crash, _)| *crash).count() as u64;
     let errors = outcomes.iter().filter(|(_, error)| *error).count() as u64;
-    assert_eq!(std::fs::read_dir(&saved).unwrap().count(), RUNS);
 
     // Offline, from the run files and the binary's site tables.
     let bugs = dir.join("bugs");
@@ -469,4 +491,47 @@ async fn two_planted_bugs_come_first_everywhere() {
         browser.close().await;
     }
     running.shutdown().await.unwrap();
+}
+
+/// Issue 16: sampling a region's sites together (the default: one random
+/// decision per region execution) must not make bug isolation worse than
+/// sampling each site on its own (`-fsample-sites`). The same program,
+/// built both ways, run with the same inputs and seeds at the same
+/// sparsity: the same predictors come first, and they are the two bugs'.
+#[test]
+fn region_and_per_site_sampling_put_the_same_predictors_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let tools = Tools::build(&["sampler-cc", "sampler-launcher", "sampler-analysis"]);
+    let sampler_run = tools.bin.join("sampler-run");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/c/bugs.c");
+    std::fs::copy(&source, dir.join("bugs.c")).unwrap();
+    let inputs = inputs();
+    let mut firsts = Vec::new();
+    for (binary, form) in [("bugs", None), ("bugs-sites", Some("-fsample-sites"))] {
+        let mut args = vec!["-g", "-O1", "-fsampler-strict"];
+        args.extend(form);
+        args.extend(["bugs.c", "-o", binary]);
+        tools.sampler_cc(dir, &args);
+        let saved = dir.join(format!("saved-{binary}"));
+        let outcomes = run_all(&sampler_run, dir, binary, &inputs, &saved);
+        let failing = outcomes
+            .iter()
+            .filter(|(crash, error)| *crash || *error)
+            .count();
+        let report = analyze(
+            &tools,
+            dir,
+            &[Path::new("--runs"), &saved, &dir.join(binary)],
+            &["--fail-on-exit"],
+        );
+        assert_eq!(report["runs"]["failing"], failing as u64);
+        both_bugs(&report);
+        firsts.push(chosen(&report)[..2].to_vec());
+    }
+    assert_eq!(firsts[0], firsts[1]);
+    // Two forms indeed (`sample_regions_decides_once_per_region_execution`
+    // tests what each decides).
+    let read = |binary: &str| std::fs::read(dir.join(binary)).unwrap();
+    assert_ne!(read("bugs"), read("bugs-sites"));
 }
