@@ -157,6 +157,7 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
 echo "==> $title, $runs runs each, $(nproc) cores"
 echo "    gcc:  ${plain_cmd[*]}"
 echo "    tool: ${tool_cmd[*]}${extra:+ (CFLAGS -O2 $extra)}"
+# shellcheck disable=SC2034  # preprocess_rss is filled by time_us, through a nameref
 preprocess=() plain=() tool=() preprocess_rss=() plain_rss=() tool_rss=()
 for ((i = 1; i <= runs; i++)); do
     if [[ $project == sqlite ]]; then

@@ -192,7 +192,7 @@ secs() { local us=$1; printf '%d.%d' "$((us / 1000000))" "$((us % 1000000 / 1000
 
 # --- sources --------------------------------------------------------------
 
-# shellcheck source=lib/debian-source.sh
+# shellcheck source-path=SCRIPTDIR source=lib/debian-source.sh
 . "$root/scripts/lib/debian-source.sh"
 
 # Prints the path of the cached jq-1.8.2.tar.gz, taken from the PyPI sdist

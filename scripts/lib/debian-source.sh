@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # cache and die are the caller's
 # Debian source tarballs for the scripts that build real projects
 # (corpus.sh, bench-runtime.sh). Sourced; the caller defines `cache` (the
 # tarball cache folder) and `die` (prints its message and exits 2).
