@@ -115,6 +115,11 @@ pub struct Options {
     /// `scalar-pairs` also compares with every integer constant of the
     /// unit (`-fcompare-constants`).
     pub compare_constants: bool,
+    /// `scalar-pairs` also compares with locals that may be unset at the
+    /// assignment, `local-uninit` (`-fcompare-uninitialized`; the
+    /// original's default, off here: reading them loses gcc's own
+    /// `-Wmaybe-uninitialized` about the user's reads).
+    pub compare_uninitialized: bool,
     /// Assignments to struct fields (`-fassign-into-field`), array
     /// elements (`-fassign-into-index`) and through pointers
     /// (`-fassign-across-pointer`) are sites of the assignment schemes.
@@ -161,6 +166,7 @@ impl Default for Options {
             tls_model: TlsModel::Auto,
             stats: false,
             compare_constants: false,
+            compare_uninitialized: false,
             assign_into_field: false,
             assign_into_index: false,
             assign_across_pointer: false,
@@ -361,6 +367,19 @@ pub const FLAGS: &[FlagGroup] = &[
         ],
         meaning: "scalar-pairs also compares with every integer literal of the unit's \
                   instrumented functions (default: only 0, or null)",
+    },
+    FlagGroup {
+        flags: &[
+            switch("-fcompare-uninitialized", |o| {
+                o.compare_uninitialized = true
+            }),
+            switch("-fno-compare-uninitialized", |o| {
+                o.compare_uninitialized = false
+            }),
+        ],
+        meaning: "scalar-pairs also compares with locals that may be unset at the assignment \
+                  (kind local-uninit; default: only locals set on every path, since reading \
+                  the others can hide gcc's -Wmaybe-uninitialized)",
     },
     FlagGroup {
         flags: &[

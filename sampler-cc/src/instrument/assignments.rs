@@ -429,7 +429,10 @@ impl Context<'_> {
                                 let state = initialised.get(index)?;
                                 if state.must.contains(bit) {
                                     Some("local-init")
-                                } else if state.may.contains(bit) && !candidate.register {
+                                } else if state.may.contains(bit)
+                                    && !candidate.register
+                                    && self.options.compare_uninitialized
+                                {
                                     Some("local-uninit")
                                 } else {
                                     None

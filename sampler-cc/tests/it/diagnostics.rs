@@ -218,6 +218,53 @@ fn comparing_a_freed_pointer_adds_no_use_after_free() {
 /// Calls to undeclared functions: gcc's "implicit declaration" comes at
 /// the first call only, so it must not be in a fast copy (system-header
 /// text): regions holding one are not cloned.
+/// A local set on one path only, read later by the user: gcc's "may be
+/// used uninitialized" must stay, at every level that gives it, with every
+/// scheme. `scalar-pairs` does not compare such a local by default: its
+/// read took the local's address, after which gcc no longer saw that the
+/// user's own read may be unset (lost at -O1, -O2, -O3 and -Os here).
+#[test]
+fn a_local_that_may_be_unset_keeps_gcc_s_warning() {
+    let lab = Lab::new();
+    lab.write(
+        "maybe.c",
+        "int counter;\n\
+         int pick(int c, int d)\n\
+         {\n\
+         \x20   int maybe;\n\
+         \x20   if (c > 2)\n\
+         \x20       maybe = c;\n\
+         \x20   if (d == 3)\n\
+         \x20       return 0;\n\
+         \x20   counter += maybe;\n\
+         \x20   if (d > 9)\n\
+         \x20       counter--;\n\
+         \x20   return d;\n\
+         }\n",
+    );
+    let schemes: Vec<&str> = EVERY_SCHEME
+        .into_iter()
+        .filter(|flag| *flag != "-fcompare-uninitialized")
+        .collect();
+    let expected = [
+        "maybe.c:9:13: warning: \u{2018}maybe\u{2019} may be used uninitialized [-Wmaybe-uninitialized]",
+    ];
+    for level in ["-O1", "-O2", "-O3", "-Os"] {
+        let args = ["-Wall", "-Wextra", "-c", "maybe.c", "-o", "maybe.o", level];
+        assert_eq!(diagnostics(&lab.gcc(&args).stderr), expected, "gcc {level}");
+        for sampling in SAMPLINGS {
+            let mut ours = schemes.clone();
+            ours.push(sampling);
+            ours.extend_from_slice(&args);
+            assert_eq!(
+                diagnostics(&lab.cc(&ours).stderr),
+                expected,
+                "{level} {sampling}"
+            );
+        }
+    }
+}
+
 #[test]
 fn implicit_declarations_are_reported_as_gcc_does() {
     let lab = Lab::new();

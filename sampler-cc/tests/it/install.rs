@@ -387,6 +387,8 @@ fn sampler_help_lists_every_flag_and_where_it_looks() {
             "-fno-assign-across-pointer",
             "-fcompare-constants",
             "-fno-compare-constants",
+            "-fcompare-uninitialized",
+            "-fno-compare-uninitialized",
             "-ftimestamp-first",
             "-fno-timestamp-first",
             "-ftimestamp-last",

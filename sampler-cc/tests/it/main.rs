@@ -26,7 +26,7 @@ const ALL_SCHEMES: [&str; 4] = [
 ];
 
 /// All eight schemes, with the flags that widen the assignment schemes.
-const EVERY_SCHEME: [&str; 13] = [
+const EVERY_SCHEME: [&str; 14] = [
     "-fsampler-strict",
     "-fsampler-scheme=scalar-pairs",
     "-fsampler-scheme=atoms",
@@ -37,6 +37,7 @@ const EVERY_SCHEME: [&str; 13] = [
     "-fsampler-scheme=float-kinds",
     "-fsampler-scheme=g-object-unref",
     "-fcompare-constants",
+    "-fcompare-uninitialized",
     "-fassign-into-field",
     "-fassign-into-index",
     "-fassign-across-pointer",

@@ -203,11 +203,13 @@ int main(int argc, char **argv)
 "#;
 
 /// The schemes of the overhead targets.
-const SCHEMES: [&str; 4] = [
+const SCHEMES: [&str; 5] = [
     "-fsampler-strict",
     "-fsampler-scheme=branches",
     "-fsampler-scheme=returns",
     "-fsampler-scheme=scalar-pairs",
+    // Locals that may be unset too: their reads must change nothing.
+    "-fcompare-uninitialized",
 ];
 
 /// Runs `program` and returns its stdout and exit status.
@@ -619,6 +621,7 @@ fn sampling_is_unbiased_in_loops_calls_recursion_branches_and_threads() {
         "-fsampler-scheme=branches",
         "-fsampler-scheme=returns",
         "-fsampler-scheme=scalar-pairs",
+        "-fcompare-uninitialized",
         "-O2",
         "-pthread",
         "shapes.c",
@@ -788,6 +791,7 @@ fn events_per_shapes_call(lab: &Lab) -> ShapesCalls {
         "-fsampler-scheme=branches",
         "-fsampler-scheme=returns",
         "-fsampler-scheme=scalar-pairs",
+        "-fcompare-uninitialized",
         "-fno-sample",
         "-O2",
         "-pthread",

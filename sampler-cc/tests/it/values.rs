@@ -45,61 +45,76 @@ int main(int argc, char **argv)
     return 0;
 }
 "#;
+    // Locals that may be unset are compared only when asked
+    // (`-fcompare-uninitialized`, the original's default).
+    let expected = [
+        "scalar-pairs | 11 | work | 1 | count | local | direct | limit | global | 1 | 0 | 0",
+        "scalar-pairs | 11 | work | 1 | count | local | direct | cglobal | global | 1 | 0 | 0",
+        "scalar-pairs | 11 | work | 1 | count | local | direct | n | local-init | 1 | 0 | 0",
+        "scalar-pairs | 11 | work | 1 | count | local | direct | 0LL | const | 0 | 1 | 0",
+        "scalar-pairs | 14 | work | 4 | u | local | direct | ulimit | global | 1 | 0 | 0",
+        "scalar-pairs | 14 | work | 4 | u | local | direct | 0ULL | const | 0 | 0 | 1",
+        "scalar-pairs | 15 | work | 5 | t | local | direct | (char *)0 | const | 0 | 1 | 0",
+        "scalar-pairs | 19 | work | 9 | later | local | direct | limit | global | 1 | 0 | 0",
+        "scalar-pairs | 19 | work | 9 | later | local | direct | cglobal | global | 1 | 0 | 0",
+        "scalar-pairs | 19 | work | 9 | later | local | direct | n | local-init | 0 | 1 | 0",
+        "scalar-pairs | 19 | work | 9 | later | local | direct | count | local-init | 0 | 0 | 1",
+        "scalar-pairs | 19 | work | 9 | later | local | direct | addr | local-init | 0 | 0 | 1",
+        "scalar-pairs | 19 | work | 9 | later | local | direct | 0LL | const | 0 | 0 | 1",
+        "scalar-pairs | 20 | work | 10 | count | local | direct | limit | global | 1 | 0 | 0",
+        "scalar-pairs | 20 | work | 10 | count | local | direct | cglobal | global | 1 | 0 | 0",
+        "scalar-pairs | 20 | work | 10 | count | local | direct | n | local-init | 0 | 1 | 0",
+        "scalar-pairs | 20 | work | 10 | count | local | direct | count | local-init | 0 | 0 | 1",
+        "scalar-pairs | 20 | work | 10 | count | local | direct | later | local-uninit | 0 | 1 | 0",
+        "scalar-pairs | 20 | work | 10 | count | local | direct | addr | local-init | 0 | 0 | 1",
+        "scalar-pairs | 20 | work | 10 | count | local | direct | 0LL | const | 0 | 0 | 1",
+        "scalar-pairs | 22 | work | 12 | count | local | direct | limit | global | 1 | 0 | 0",
+        "scalar-pairs | 22 | work | 12 | count | local | direct | cglobal | global | 0 | 0 | 1",
+        "scalar-pairs | 22 | work | 12 | count | local | direct | n | local-init | 0 | 0 | 1",
+        "scalar-pairs | 22 | work | 12 | count | local | direct | later | local-uninit | 0 | 0 | 1",
+        "scalar-pairs | 22 | work | 12 | count | local | direct | addr | local-init | 0 | 0 | 1",
+        "scalar-pairs | 22 | work | 12 | count | local | direct | 0LL | const | 0 | 0 | 1",
+        "scalar-pairs | 23 | work | 13 | c | local | direct | limit | global | 1 | 0 | 0",
+        "scalar-pairs | 23 | work | 13 | c | local | direct | cglobal | global | 1 | 0 | 0",
+        "scalar-pairs | 23 | work | 13 | c | local | direct | n | local-init | 0 | 1 | 0",
+        "scalar-pairs | 23 | work | 13 | c | local | direct | later | local-uninit | 0 | 1 | 0",
+        "scalar-pairs | 23 | work | 13 | c | local | direct | addr | local-init | 0 | 0 | 1",
+        "scalar-pairs | 23 | work | 13 | c | local | direct | count | local-init | 1 | 0 | 0",
+        "scalar-pairs | 23 | work | 13 | c | local | direct | 0LL | const | 0 | 0 | 1",
+        "scalar-pairs | 24 | work | 14 | count | local | direct | limit | global | 1 | 0 | 0",
+        "scalar-pairs | 24 | work | 14 | count | local | direct | cglobal | global | 0 | 0 | 1",
+        "scalar-pairs | 24 | work | 14 | count | local | direct | n | local-init | 0 | 0 | 1",
+        "scalar-pairs | 24 | work | 14 | count | local | direct | later | local-uninit | 0 | 0 | 1",
+        "scalar-pairs | 24 | work | 14 | count | local | direct | addr | local-init | 0 | 0 | 1",
+        "scalar-pairs | 24 | work | 14 | count | local | direct | count | local-init | 0 | 0 | 1",
+        "scalar-pairs | 24 | work | 14 | count | local | direct | c | local-init | 0 | 0 | 1",
+        "scalar-pairs | 24 | work | 14 | count | local | direct | 0LL | const | 0 | 0 | 1",
+        "scalar-pairs | 25 | work | 15 | u | local | direct | ulimit | global | 0 | 0 | 1",
+        "scalar-pairs | 25 | work | 15 | u | local | direct | u | local-init | 0 | 0 | 1",
+        "scalar-pairs | 25 | work | 15 | u | local | direct | 0ULL | const | 0 | 0 | 1",
+        "scalar-pairs | 27 | work | 16 | t | local | direct | t | local-init | 0 | 0 | 1",
+        "scalar-pairs | 27 | work | 16 | t | local | direct | (char *)0 | const | 0 | 0 | 1",
+        "scalar-pairs | 35 | main | 1 | r | local | direct | limit | global | 0 | 0 | 1",
+        "scalar-pairs | 35 | main | 1 | r | local | direct | cglobal | global | 0 | 0 | 1",
+        "scalar-pairs | 35 | main | 1 | r | local | direct | after | global | 0 | 0 | 1",
+        "scalar-pairs | 35 | main | 1 | r | local | direct | argc | local-init | 0 | 0 | 1",
+        "scalar-pairs | 35 | main | 1 | r | local | direct | 0LL | const | 0 | 0 | 1",
+    ];
+    assert_eq!(
+        sites_of(
+            source,
+            &["-fsampler-scheme=scalar-pairs", "-fcompare-uninitialized"],
+            &[]
+        ),
+        expected
+    );
+    let initialised: Vec<&str> = expected
+        .into_iter()
+        .filter(|site| !site.contains(" | local-uninit | "))
+        .collect();
     assert_eq!(
         sites_of(source, &["-fsampler-scheme=scalar-pairs"], &[]),
-        [
-            "scalar-pairs | 11 | work | 1 | count | local | direct | limit | global | 1 | 0 | 0",
-            "scalar-pairs | 11 | work | 1 | count | local | direct | cglobal | global | 1 | 0 | 0",
-            "scalar-pairs | 11 | work | 1 | count | local | direct | n | local-init | 1 | 0 | 0",
-            "scalar-pairs | 11 | work | 1 | count | local | direct | 0LL | const | 0 | 1 | 0",
-            "scalar-pairs | 14 | work | 4 | u | local | direct | ulimit | global | 1 | 0 | 0",
-            "scalar-pairs | 14 | work | 4 | u | local | direct | 0ULL | const | 0 | 0 | 1",
-            "scalar-pairs | 15 | work | 5 | t | local | direct | (char *)0 | const | 0 | 1 | 0",
-            "scalar-pairs | 19 | work | 9 | later | local | direct | limit | global | 1 | 0 | 0",
-            "scalar-pairs | 19 | work | 9 | later | local | direct | cglobal | global | 1 | 0 | 0",
-            "scalar-pairs | 19 | work | 9 | later | local | direct | n | local-init | 0 | 1 | 0",
-            "scalar-pairs | 19 | work | 9 | later | local | direct | count | local-init | 0 | 0 | 1",
-            "scalar-pairs | 19 | work | 9 | later | local | direct | addr | local-init | 0 | 0 | 1",
-            "scalar-pairs | 19 | work | 9 | later | local | direct | 0LL | const | 0 | 0 | 1",
-            "scalar-pairs | 20 | work | 10 | count | local | direct | limit | global | 1 | 0 | 0",
-            "scalar-pairs | 20 | work | 10 | count | local | direct | cglobal | global | 1 | 0 | 0",
-            "scalar-pairs | 20 | work | 10 | count | local | direct | n | local-init | 0 | 1 | 0",
-            "scalar-pairs | 20 | work | 10 | count | local | direct | count | local-init | 0 | 0 | 1",
-            "scalar-pairs | 20 | work | 10 | count | local | direct | later | local-uninit | 0 | 1 | 0",
-            "scalar-pairs | 20 | work | 10 | count | local | direct | addr | local-init | 0 | 0 | 1",
-            "scalar-pairs | 20 | work | 10 | count | local | direct | 0LL | const | 0 | 0 | 1",
-            "scalar-pairs | 22 | work | 12 | count | local | direct | limit | global | 1 | 0 | 0",
-            "scalar-pairs | 22 | work | 12 | count | local | direct | cglobal | global | 0 | 0 | 1",
-            "scalar-pairs | 22 | work | 12 | count | local | direct | n | local-init | 0 | 0 | 1",
-            "scalar-pairs | 22 | work | 12 | count | local | direct | later | local-uninit | 0 | 0 | 1",
-            "scalar-pairs | 22 | work | 12 | count | local | direct | addr | local-init | 0 | 0 | 1",
-            "scalar-pairs | 22 | work | 12 | count | local | direct | 0LL | const | 0 | 0 | 1",
-            "scalar-pairs | 23 | work | 13 | c | local | direct | limit | global | 1 | 0 | 0",
-            "scalar-pairs | 23 | work | 13 | c | local | direct | cglobal | global | 1 | 0 | 0",
-            "scalar-pairs | 23 | work | 13 | c | local | direct | n | local-init | 0 | 1 | 0",
-            "scalar-pairs | 23 | work | 13 | c | local | direct | later | local-uninit | 0 | 1 | 0",
-            "scalar-pairs | 23 | work | 13 | c | local | direct | addr | local-init | 0 | 0 | 1",
-            "scalar-pairs | 23 | work | 13 | c | local | direct | count | local-init | 1 | 0 | 0",
-            "scalar-pairs | 23 | work | 13 | c | local | direct | 0LL | const | 0 | 0 | 1",
-            "scalar-pairs | 24 | work | 14 | count | local | direct | limit | global | 1 | 0 | 0",
-            "scalar-pairs | 24 | work | 14 | count | local | direct | cglobal | global | 0 | 0 | 1",
-            "scalar-pairs | 24 | work | 14 | count | local | direct | n | local-init | 0 | 0 | 1",
-            "scalar-pairs | 24 | work | 14 | count | local | direct | later | local-uninit | 0 | 0 | 1",
-            "scalar-pairs | 24 | work | 14 | count | local | direct | addr | local-init | 0 | 0 | 1",
-            "scalar-pairs | 24 | work | 14 | count | local | direct | count | local-init | 0 | 0 | 1",
-            "scalar-pairs | 24 | work | 14 | count | local | direct | c | local-init | 0 | 0 | 1",
-            "scalar-pairs | 24 | work | 14 | count | local | direct | 0LL | const | 0 | 0 | 1",
-            "scalar-pairs | 25 | work | 15 | u | local | direct | ulimit | global | 0 | 0 | 1",
-            "scalar-pairs | 25 | work | 15 | u | local | direct | u | local-init | 0 | 0 | 1",
-            "scalar-pairs | 25 | work | 15 | u | local | direct | 0ULL | const | 0 | 0 | 1",
-            "scalar-pairs | 27 | work | 16 | t | local | direct | t | local-init | 0 | 0 | 1",
-            "scalar-pairs | 27 | work | 16 | t | local | direct | (char *)0 | const | 0 | 0 | 1",
-            "scalar-pairs | 35 | main | 1 | r | local | direct | limit | global | 0 | 0 | 1",
-            "scalar-pairs | 35 | main | 1 | r | local | direct | cglobal | global | 0 | 0 | 1",
-            "scalar-pairs | 35 | main | 1 | r | local | direct | after | global | 0 | 0 | 1",
-            "scalar-pairs | 35 | main | 1 | r | local | direct | argc | local-init | 0 | 0 | 1",
-            "scalar-pairs | 35 | main | 1 | r | local | direct | 0LL | const | 0 | 0 | 1",
-        ]
+        initialised
     );
 }
 
@@ -483,14 +498,18 @@ done:
     return a + d + e == 7 ? 0 : 1;
 }
 "#;
-    let kinds: Vec<String> = sites_of(source, &["-fsampler-scheme=scalar-pairs"], &[])
-        .into_iter()
-        .filter(|site| !site.contains(" | const | "))
-        .map(|site| {
-            let fields: Vec<&str> = site.split(" | ").collect();
-            format!("{} {} {} {}", fields[1], fields[4], fields[7], fields[8])
-        })
-        .collect();
+    let kinds: Vec<String> = sites_of(
+        source,
+        &["-fsampler-scheme=scalar-pairs", "-fcompare-uninitialized"],
+        &[],
+    )
+    .into_iter()
+    .filter(|site| !site.contains(" | const | "))
+    .map(|site| {
+        let fields: Vec<&str> = site.split(" | ").collect();
+        format!("{} {} {} {}", fields[1], fields[4], fields[7], fields[8])
+    })
+    .collect();
     assert_eq!(
         kinds,
         [
