@@ -105,6 +105,15 @@ fn input(rng: &mut impl Rng) -> (String, bool, bool) {
     (text, crash, negative > 0)
 }
 
+/// A temporary folder holding `bugs.c`, and the tools the tests drive.
+fn bugs_lab() -> (tempfile::TempDir, Tools) {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = Tools::build(&["sampler-cc", "sampler-launcher", "sampler-analysis"]);
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/c/bugs.c");
+    std::fs::copy(&source, dir.path().join("bugs.c")).unwrap();
+    (dir, tools)
+}
+
 /// The runs' inputs, the same at every run of the tests: (index, (text,
 /// crash expected, wrong exit status expected)).
 fn inputs() -> Vec<(usize, (String, bool, bool))> {
@@ -223,12 +232,9 @@ fn expect(list: &[(&str, u64, &str)]) -> Vec<(String, u64, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_planted_bugs_come_first_everywhere() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, tools) = bugs_lab();
     let dir = dir.path();
-    let tools = Tools::build(&["sampler-cc", "sampler-launcher", "sampler-analysis"]);
     let sampler_run = tools.bin.join("sampler-run");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/c/bugs.c");
-    std::fs::copy(&source, dir.join("bugs.c")).unwrap();
     tools.sampler_cc(
         dir,
         &["-g", "-O1", "-fsampler-strict", "bugs.c", "-o", "bugs"],
@@ -500,12 +506,9 @@ async fn two_planted_bugs_come_first_everywhere() {
 /// sparsity: the same predictors come first, and they are the two bugs'.
 #[test]
 fn region_and_per_site_sampling_put_the_same_predictors_first() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, tools) = bugs_lab();
     let dir = dir.path();
-    let tools = Tools::build(&["sampler-cc", "sampler-launcher", "sampler-analysis"]);
     let sampler_run = tools.bin.join("sampler-run");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/c/bugs.c");
-    std::fs::copy(&source, dir.join("bugs.c")).unwrap();
     let inputs = inputs();
     let mut firsts = Vec::new();
     for (binary, form) in [("bugs", None), ("bugs-sites", Some("-fsample-sites"))] {
