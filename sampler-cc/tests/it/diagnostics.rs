@@ -12,13 +12,19 @@ const SAMPLINGS: [&str; 3] = ["-fsample", "-fsample-sites", "-fno-sample"];
 /// `expected`, then with sampler-cc (every scheme, each sampling form) and
 /// asserts the same diagnostics.
 fn same_warnings(lab: &Lab, file: &str, flags: &[&str], expected: &[&str]) {
+    same_warnings_with(lab, &EVERY_SCHEME, file, flags, expected);
+}
+
+/// [`same_warnings`] with sampler-cc's `schemes` (and other flags of its
+/// own) in place of every scheme.
+fn same_warnings_with(lab: &Lab, schemes: &[&str], file: &str, flags: &[&str], expected: &[&str]) {
     let object = format!("{file}.o");
     let mut args = vec!["-Wall", "-Wextra", "-c", file, "-o", &object];
     args.extend_from_slice(flags);
     let plain = lab.gcc(&args);
     assert_eq!(diagnostics(&plain.stderr), expected, "gcc {flags:?}");
     for sampling in SAMPLINGS {
-        let mut ours_args = EVERY_SCHEME.to_vec();
+        let mut ours_args = schemes.to_vec();
         ours_args.push(sampling);
         ours_args.extend_from_slice(&args);
         let ours = lab.cc(&ours_args);
@@ -215,9 +221,6 @@ fn comparing_a_freed_pointer_adds_no_use_after_free() {
     assert_eq!(row("temp").iter().sum::<u64>(), 3);
 }
 
-/// Calls to undeclared functions: gcc's "implicit declaration" comes at
-/// the first call only, so it must not be in a fast copy (system-header
-/// text): regions holding one are not cloned.
 /// A local set on one path only, read later by the user: gcc's "may be
 /// used uninitialized" must stay, at every level that gives it, with every
 /// scheme. `scalar-pairs` does not compare such a local by default: its
@@ -246,25 +249,22 @@ fn a_local_that_may_be_unset_keeps_gcc_s_warning() {
         .into_iter()
         .filter(|flag| *flag != "-fcompare-uninitialized")
         .collect();
-    let expected = [
-        "maybe.c:9:13: warning: \u{2018}maybe\u{2019} may be used uninitialized [-Wmaybe-uninitialized]",
-    ];
     for level in ["-O1", "-O2", "-O3", "-Os"] {
-        let args = ["-Wall", "-Wextra", "-c", "maybe.c", "-o", "maybe.o", level];
-        assert_eq!(diagnostics(&lab.gcc(&args).stderr), expected, "gcc {level}");
-        for sampling in SAMPLINGS {
-            let mut ours = schemes.clone();
-            ours.push(sampling);
-            ours.extend_from_slice(&args);
-            assert_eq!(
-                diagnostics(&lab.cc(&ours).stderr),
-                expected,
-                "{level} {sampling}"
-            );
-        }
+        same_warnings_with(
+            &lab,
+            &schemes,
+            "maybe.c",
+            &[level],
+            &[
+                "maybe.c:9:13: warning: \u{2018}maybe\u{2019} may be used uninitialized [-Wmaybe-uninitialized]",
+            ],
+        );
     }
 }
 
+/// Calls to undeclared functions: gcc's "implicit declaration" comes at
+/// the first call only, so it must not be in a fast copy (system-header
+/// text): regions holding one are not cloned.
 #[test]
 fn implicit_declarations_are_reported_as_gcc_does() {
     let lab = Lab::new();
